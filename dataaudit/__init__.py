@@ -1,0 +1,57 @@
+"""dataaudit: audit LLM and NLP training data before you spend GPU hours on it.
+
+from dataaudit import audit
+report = audit("data/train.jsonl")
+report.raise_for_status()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuditConfig",
+    "DataAuditError",
+    "Finding",
+    "Report",
+    "Rule",
+    "RuleResult",
+    "Severity",
+    "__version__",
+    "audit",
+    "diff",
+]
+
+if TYPE_CHECKING:
+    from .api import audit
+    from .config import AuditConfig
+    from .errors import DataAuditError
+    from .report import Report
+    from .report.diff import diff
+    from .rule import Finding, Rule, RuleResult, Severity
+
+_LAZY = {
+    "audit": ("api", "audit"),
+    "AuditConfig": ("config", "AuditConfig"),
+    "DataAuditError": ("errors", "DataAuditError"),
+    "Report": ("report", "Report"),
+    "diff": ("report.diff", "diff"),
+    "Rule": ("rule", "Rule"),
+    "RuleResult": ("rule", "RuleResult"),
+    "Finding": ("rule", "Finding"),
+    "Severity": ("rule", "Severity"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: `import dataaudit` stays fast; pyarrow and friends load on first use
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dataaudit' has no attribute {name!r}")

@@ -1,0 +1,120 @@
+"""audit(): resolve input, config and rules; run the engine; return a Report."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from . import engine
+from .config import AuditConfig, build_rule, load_config
+from .context import AuditContext, SplitInfo
+from .corpus import ROLE_NAMES, load_corpus
+from .errors import ConfigError, close_matches
+from .registry import load_rules, select_rules
+from .report import Report
+from .rule import Rule, Severity
+
+
+def resolve_rules(config: AuditConfig) -> tuple[list[tuple[Rule, Severity]], list[str]]:
+    """The selected rules, built from their options, and any plugin errors."""
+    ruleset = load_rules()
+    for code in config.rules:
+        if code.upper() not in ruleset.rules and code not in ruleset.by_name():
+            known = list(ruleset.rules)
+            raise ConfigError(
+                f"rules: {code!r} is not a rule."
+                + close_matches(code, known)
+                + " Run `dataaudit rules`."
+            )
+    options = {ruleset.get(code).code: opts for code, opts in config.rules.items()}
+    chosen = select_rules(ruleset, config.select, config.extend_select, config.ignore)
+    built = [build_rule(cls, options.get(cls.code, {})) for cls in chosen]
+    return built, list(ruleset.plugin_errors)
+
+
+def audit(
+    data: Any,
+    *,
+    config: Any = None,
+    select: list[str] | str | None = None,
+    extend_select: list[str] | str | None = None,
+    ignore: list[str] | str | None = None,
+    fail_on: str | None = None,
+    split: str | None = None,
+    rules: dict[str, dict[str, Any]] | None = None,
+    batch_size: int | None = None,
+    seed: int | None = None,
+    progress: bool = False,
+    tokenizer: Any = None,
+    contamination_ref: list[str] | str | None = None,
+    reference: Any = None,
+    **columns: str,
+) -> Report:
+    """Audit a dataset and return a Report; ``report.passed`` is the gate.
+
+    ``data``: a path (file, glob, folder of split files), a Hugging Face Dataset / DatasetDict /
+    IterableDataset, a polars or pandas DataFrame, a pyarrow Table, a list of dicts, or a dict of
+    split name → any of those. ``config``: a pack name (``"default"``, ``"sft"``…), a YAML/TOML
+    path, a dict or an AuditConfig. Column roles (``text=``, ``label=``, ``source=``, ``prompt=``,
+    ``response=``, ``messages=``, ``input=``, ``id=``) override auto-detection.
+    """
+    t0 = time.perf_counter()
+    unknown = sorted(set(columns) - set(ROLE_NAMES))
+    if unknown:
+        raise ConfigError(
+            f"audit() got an unexpected argument {unknown[0]!r}."
+            + close_matches(unknown[0], ROLE_NAMES)
+            + f" Column roles: {', '.join(ROLE_NAMES)}."
+        )
+    cfg = load_config(
+        config,
+        select=select,
+        extend_select=extend_select,
+        ignore=ignore,
+        fail_on=fail_on,
+        split=split,
+        rules=rules,
+        batch_size=batch_size,
+        seed=seed,
+        columns={k: v for k, v in columns.items() if v is not None} or None,
+        tokenizer=tokenizer if isinstance(tokenizer, str) else None,
+        contamination_ref=[contamination_ref]
+        if isinstance(contamination_ref, str)
+        else contamination_ref,
+        reference=str(reference) if isinstance(reference, (str, os.PathLike)) else None,
+    )
+    built, plugin_errors = resolve_rules(cfg)
+    corpus = load_corpus(data, split=cfg.split, roles=cfg.columns)
+    ctx = AuditContext(
+        splits={n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()},
+        roles=corpus.roles,
+        max_examples=cfg.max_examples,
+        example_chars=cfg.example_chars,
+        seed=cfg.seed,
+        options={
+            # objects (a Tokenizer, a Dataset) travel here; the config keeps only what serializes
+            "tokenizer": tokenizer if tokenizer is not None else cfg.tokenizer,
+            "contamination_ref": list(cfg.contamination_ref),
+            "reference": reference if reference is not None else cfg.reference,
+        },
+    )
+    state = engine.start(built, ctx)
+    known = [s.num_rows for s in corpus.splits.values()]
+    total = (
+        sum(known) if all(k is not None for k in known) and corpus.split_column is None else None
+    )
+    engine.scan(state, corpus.stream(cfg.batch_size), ctx, progress=progress, total_rows=total)
+    _check_not_empty(state)
+    engine.finish(state, ctx)
+    return Report.build(
+        state, ctx, cfg, plugin_errors=plugin_errors, seconds=time.perf_counter() - t0
+    )
+
+
+def _check_not_empty(state: engine.ScanState) -> None:
+    from .errors import InputError
+
+    for name, ident in state.identity.items():
+        if ident.rows == 0:
+            raise InputError(f"split {name!r} has no rows; remove it or check the input.")

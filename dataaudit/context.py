@@ -1,0 +1,58 @@
+"""What a rule knows about the audit beyond its batches: splits, roles, report bounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .corpus import Roles
+
+
+@dataclass
+class SplitInfo:
+    name: str
+    kind: str  # train / validation / test / other
+    num_rows: int | None = None  # known after the scan (finish), maybe before
+
+
+@dataclass
+class AuditContext:
+    splits: dict[str, SplitInfo]
+    roles: Roles
+    max_examples: int = 5
+    example_chars: int = 200
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)  # audit-wide settings (e.g. tokenizer)
+
+    def train_split(self) -> str | None:
+        for name, info in self.splits.items():
+            if info.kind == "train":
+                return name
+        return None
+
+    def eval_splits(self) -> list[str]:
+        """Splits compared against train (validation/test first, then others)."""
+        train = self.train_split()
+        if train is None:
+            return []
+        rest = [n for n in self.splits if n != train]
+        return sorted(
+            rest, key=lambda n: (self.splits[n].kind not in ("validation", "test"), rest.index(n))
+        )
+
+    def truncate(self, text: str | None) -> str | None:
+        """Dataset text is untrusted: bound its length before it goes into a report."""
+        if text is None:
+            return None
+        if len(text) <= self.example_chars:
+            return text
+        return text[: self.example_chars] + f"… [+{len(text) - self.example_chars} chars]"
+
+    def example(
+        self, split: str, row: int, text: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {"split": split, "row": int(row)}
+        if text is not None:
+            out["text"] = self.truncate(text)
+        out.update(extra)
+        return out

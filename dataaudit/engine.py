@@ -1,0 +1,163 @@
+"""One streaming pass over the corpus feeds every selected rule.
+
+Per batch, shared features are computed lazily once (see features/), then each rule folds the batch
+into its state. A rule that raises is marked ``error`` with its message and dropped from the rest of
+the pass; the other rules finish. States are mergeable, so :func:`scan` can run on shards and
+:func:`merge_scans` combines them exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .context import AuditContext
+from .features import Batch
+from .identity import SplitIdentity
+from .rule import Rule, RuleResult, Severity
+
+
+@dataclass
+class RuleRun:
+    """A rule, its state and how its run went."""
+
+    rule: Rule
+    severity: Severity
+    state: Any = None
+    error: str | None = None
+    skipped: str | None = None
+    seconds: float = 0.0
+    result: RuleResult | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.error is None and self.skipped is None
+
+
+@dataclass
+class ScanState:
+    runs: list[RuleRun]
+    identity: dict[str, SplitIdentity] = field(default_factory=dict)
+
+
+def _error_message(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def start(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> ScanState:
+    runs = []
+    for rule, severity in rules:
+        run = RuleRun(rule, severity)
+        run.skipped = rule.skip_reason(ctx)
+        if run.skipped is None:
+            t0 = time.perf_counter()
+            try:
+                run.state = rule.start(ctx)
+            except Exception as exc:
+                run.error = _error_message(exc)
+            run.seconds += time.perf_counter() - t0
+        runs.append(run)
+    return ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
+
+
+class _Progress:
+    def __init__(self, enabled: bool, total: int | None):
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(
+                    total=total, unit="rows", file=sys.stderr, desc="auditing", leave=False
+                )
+            except ImportError:  # pragma: no cover
+                self.bar = None
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def scan(
+    state: ScanState,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    ctx: AuditContext,
+    *,
+    offsets: dict[str, int] | None = None,
+    progress: bool = False,
+    total_rows: int | None = None,
+) -> ScanState:
+    """Fold (split, batch) pairs into every active rule. ``offsets`` start row ids per split."""
+    offsets = dict(offsets or {})
+    bar = _Progress(progress, total_rows)
+    try:
+        for split, rb in batches:
+            if split not in state.identity:
+                state.identity[split] = SplitIdentity()
+            state.identity[split].update(rb)
+            info = ctx.splits.get(split)
+            batch = Batch(
+                split, rb, offsets.get(split, 0), ctx.roles, info.kind if info else "other"
+            )
+            offsets[split] = offsets.get(split, 0) + rb.num_rows
+            for run in state.runs:
+                if not run.active:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    run.state = run.rule.update(run.state, batch)
+                except Exception as exc:
+                    run.error = _error_message(exc)
+                    run.state = None
+                run.seconds += time.perf_counter() - t0
+            bar.update(rb.num_rows)
+    finally:
+        bar.close()
+    return state
+
+
+def merge_scans(a: ScanState, b: ScanState) -> ScanState:
+    """Combine two shards' scans of the same rules (b's rows come after a's)."""
+    runs = []
+    for ra, rb in zip(a.runs, b.runs):
+        run = RuleRun(ra.rule, ra.severity, skipped=ra.skipped, seconds=ra.seconds + rb.seconds)
+        run.error = ra.error or rb.error
+        if run.active:
+            try:
+                run.state = ra.rule.merge(ra.state, rb.state)
+            except Exception as exc:
+                run.error = _error_message(exc)
+        runs.append(run)
+    identity = dict(a.identity)
+    for name, ident in b.identity.items():
+        identity[name] = identity[name].merge(ident) if name in identity else ident
+    return ScanState(runs, identity)
+
+
+def finish(state: ScanState, ctx: AuditContext) -> ScanState:
+    for name, ident in state.identity.items():
+        if name in ctx.splits:
+            ctx.splits[name].num_rows = ident.rows
+    for run in state.runs:
+        if not run.active:
+            continue
+        t0 = time.perf_counter()
+        try:
+            run.result = run.rule.finish(run.state, ctx)
+        except Exception as exc:
+            run.error = _error_message(exc)
+        run.seconds += time.perf_counter() - t0
+        run.state = None  # free memory: the result is all the report needs
+    return state

@@ -1,0 +1,12 @@
+"""Per-batch derived columns shared by all rules: computed at most once per batch, on demand.
+
+A rule asks ``batch.feature("normalized")``; the first rule to ask pays for it, the others reuse
+it. New features register with :func:`register_feature` in their own module here.
+"""
+
+from __future__ import annotations
+
+from . import text as _text  # noqa: F401  (registers the text features)
+from .base import Batch, feature_names, register_feature
+
+__all__ = ["Batch", "feature_names", "register_feature"]

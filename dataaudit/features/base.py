@@ -1,0 +1,119 @@
+"""The Batch a rule sees, and the registry of shared features."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..readers import TYPE_MARKER_PREFIX
+
+if TYPE_CHECKING:
+    from ..corpus import Roles
+
+FeatureFn = Callable[..., Any]
+_FEATURES: dict[str, FeatureFn] = {}
+# features that live in modules imported only when first asked for (heavy dependencies)
+_LAZY_FEATURES: dict[str, str] = {}
+
+
+def register_feature(name: str) -> Callable[[FeatureFn], FeatureFn]:
+    def deco(fn: FeatureFn) -> FeatureFn:
+        if name in _FEATURES and _FEATURES[name] is not fn:
+            raise ValueError(f"feature {name!r} is registered twice")
+        _FEATURES[name] = fn
+        return fn
+
+    return deco
+
+
+def register_lazy_feature(name: str, module: str) -> None:
+    """Name a feature whose module is imported on first use (keeps `import dataaudit` fast)."""
+    _LAZY_FEATURES[name] = module
+
+
+def feature_names() -> list[str]:
+    return sorted(set(_FEATURES) | set(_LAZY_FEATURES))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class Batch:
+    """One record batch of one split, with lazily computed, cached features.
+
+    ``row_ids`` are 0-based positions of the rows in their split, in input order.
+    """
+
+    __slots__ = ("split", "kind", "offset", "data", "roles", "_cache")
+
+    def __init__(
+        self, split: str, data: pa.RecordBatch, offset: int, roles: Roles, kind: str = "train"
+    ):
+        self.split = split
+        self.kind = kind
+        self.offset = offset
+        self.data = data
+        self.roles = roles
+        self._cache: dict[Any, Any] = {}
+
+    @property
+    def num_rows(self) -> int:
+        return self.data.num_rows
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        return np.arange(self.offset, self.offset + self.data.num_rows, dtype=np.int64)
+
+    def has_column(self, name: str | None) -> bool:
+        return name is not None and self.data.schema.get_field_index(name) >= 0
+
+    def column(self, name: str) -> pa.Array:
+        idx = self.data.schema.get_field_index(name)
+        if idx < 0:
+            raise KeyError(name)
+        return self.data.column(idx)
+
+    def role(self, role: str) -> pa.Array | None:
+        name = getattr(self.roles, role, None)
+        return self.column(name) if self.has_column(name) else None
+
+    def type_markers(self, column: str) -> pa.Array | None:
+        """Original JSON type of values the reader had to keep as text (see readers)."""
+        name = TYPE_MARKER_PREFIX + column
+        return self.column(name) if self.has_column(name) else None
+
+    def feature(self, name: str, **params: Any) -> Any:
+        key = (name, _freeze(params))
+        if key not in self._cache:
+            fn = _FEATURES.get(name)
+            if fn is None and name in _LAZY_FEATURES:
+                importlib.import_module(_LAZY_FEATURES[name])
+                fn = _FEATURES.get(name)
+            if fn is None:
+                raise KeyError(f"unknown feature {name!r}; known: {', '.join(feature_names())}")
+            self._cache[key] = fn(self, **params)
+        return self._cache[key]
+
+    # the common ones, spelled out
+    @property
+    def text(self) -> pa.Array:
+        """The text view: the text column, or chat / prompt+response rendered as one string."""
+        return self.feature("text")
+
+    @property
+    def input_text(self) -> pa.Array:
+        """What a label is predicted from: text, the prompt (+input), or chat minus the last reply."""
+        return self.feature("input_text")
+
+    @property
+    def normalized(self) -> pa.Array:
+        return self.feature("normalized")

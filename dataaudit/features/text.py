@@ -1,0 +1,185 @@
+"""Text views of a row and their normalized form."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .base import Batch, register_feature
+
+STRING = pa.large_string()
+
+
+def _as_text(arr: pa.Array | pa.ChunkedArray, markers: pa.Array | None = None) -> pa.Array:
+    """A role column as strings; values that are not strings become null (FMT001 reports them)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        out = arr.cast(STRING)
+        if markers is not None and markers.null_count < len(markers):
+            out = pc.if_else(pc.is_null(markers), out, pa.scalar(None, STRING))
+        return out
+    return pa.nulls(len(arr), STRING)
+
+
+def _message_parts(msg: Any) -> tuple[str, str | None]:
+    if not isinstance(msg, dict):
+        return "", None if msg is None else str(msg)
+    role = msg.get("role", msg.get("from", "")) or ""
+    content = msg.get("content", msg.get("value"))
+    if isinstance(content, list):  # multimodal parts: keep the text ones
+        content = "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("text")
+        )
+    return str(role), content if content is None or isinstance(content, str) else str(content)
+
+
+def parse_messages(value: Any) -> list[Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value if isinstance(value, list) else None
+
+
+def render_chat(messages: list[Any] | None, *, drop_last_reply: bool = False) -> str | None:
+    if messages is None:
+        return None
+    parts = [_message_parts(m) for m in messages]
+    if drop_last_reply and parts and parts[-1][0] in ("assistant", "gpt", "bot", "model"):
+        parts = parts[:-1]
+    lines = [
+        f"{role}: {content}" if role else content for role, content in parts if content is not None
+    ]
+    return "\n".join(lines)
+
+
+def _messages(batch: Batch) -> list[list[Any] | None]:
+    return batch.feature("messages")
+
+
+@register_feature("messages")
+def messages_feature(batch: Batch) -> list[list[Any] | None]:
+    col = batch.role("messages")
+    if col is None:
+        return [None] * batch.num_rows
+    return [parse_messages(v) for v in col.to_pylist()]
+
+
+def _role_text(batch: Batch, role: str) -> pa.Array | None:
+    name = getattr(batch.roles, role)
+    if not batch.has_column(name):
+        return None
+    return _as_text(batch.column(name), batch.type_markers(name))
+
+
+def _join(parts: list[pa.Array], n: int) -> pa.Array:
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return pa.nulls(n, STRING)
+    if len(parts) == 1:
+        return parts[0]
+    joined = [
+        "\n\n".join(v for v in row if v is not None) if any(v is not None for v in row) else None
+        for row in zip(*(p.to_pylist() for p in parts))
+    ]
+    return pa.array(joined, STRING)
+
+
+@register_feature("text")
+def text_feature(batch: Batch) -> pa.Array:
+    roles = batch.roles
+    if roles.text:
+        return _role_text(batch, "text")
+    if roles.messages:
+        return pa.array([render_chat(m) for m in _messages(batch)], STRING)
+    return _join(
+        [_role_text(batch, "prompt"), _role_text(batch, "input"), _role_text(batch, "response")],
+        batch.num_rows,
+    )
+
+
+@register_feature("input_text")
+def input_text_feature(batch: Batch) -> pa.Array:
+    roles = batch.roles
+    if roles.text:
+        return _role_text(batch, "text")
+    if roles.messages:
+        return pa.array([render_chat(m, drop_last_reply=True) for m in _messages(batch)], STRING)
+    return _join([_role_text(batch, "prompt"), _role_text(batch, "input")], batch.num_rows)
+
+
+@register_feature("response_text")
+def response_text_feature(batch: Batch) -> pa.Array:
+    """The trained-on reply: the response column, or the last assistant turn of a chat."""
+    roles = batch.roles
+    if roles.response:
+        return _role_text(batch, "response")
+    if roles.messages:
+        out = []
+        for msgs in _messages(batch):
+            parts = [_message_parts(m) for m in msgs or []]
+            out.append(
+                parts[-1][1]
+                if parts and parts[-1][0] in ("assistant", "gpt", "bot", "model")
+                else None
+            )
+        return pa.array(out, STRING)
+    return pa.nulls(batch.num_rows, STRING)
+
+
+def normalize_text(s: str) -> str:
+    """NFKC, casefold, whitespace collapsed: the identity used by exact-duplicate rules."""
+    return " ".join(unicodedata.normalize("NFKC", s).casefold().split())
+
+
+def normalize_array(arr: pa.Array) -> pa.Array:
+    """Vectorized normalize_text: Arrow kernels for ASCII rows, Python for the rest."""
+    arr = arr.cast(STRING)
+    ascii_mask = pc.fill_null(pc.string_is_ascii(arr), True)
+    lowered = pc.utf8_lower(arr)
+    collapsed = pc.utf8_trim_whitespace(
+        pc.replace_substring_regex(lowered, r"[\t\n\v\f\r \x1c-\x1f]+", " ")
+    )
+    if pc.all(ascii_mask).as_py():
+        return collapsed
+    values = collapsed.to_pylist()
+    originals = arr.to_pylist()
+    for i in np.flatnonzero(~np.asarray(ascii_mask.to_numpy(zero_copy_only=False), dtype=bool)):
+        values[i] = normalize_text(originals[i])
+    return pa.array(values, STRING)
+
+
+@register_feature("normalized")
+def normalized_feature(batch: Batch, view: str = "text") -> pa.Array:
+    return normalize_array(batch.feature(view))
+
+
+@register_feature("char_length")
+def char_length_feature(batch: Batch, view: str = "text") -> np.ndarray:
+    """Characters per row (code points); -1 for null."""
+    lengths = pc.utf8_length(batch.feature(view))
+    return np.asarray(pc.fill_null(lengths, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+@register_feature("normalized_hash")
+def normalized_hash_feature(batch: Batch, view: str = "text") -> np.ndarray:
+    """xxh3-64 of the normalized text (uint64; 0 for null): the exact-duplicate key."""
+    import xxhash
+
+    h = xxhash.xxh3_64_intdigest
+    values = batch.feature("normalized", view=view).to_pylist()
+    return np.fromiter(
+        (0 if v is None else h(v.encode("utf-8", "surrogatepass")) for v in values),
+        np.uint64,
+        len(values),
+    )

@@ -1,0 +1,102 @@
+"""Order-independent content hashes of splits, streamed and mergeable.
+
+Each row hashes to 64 bits (xxh3 of each cell, mixed per column); a split's hash is the sum of its
+row hashes modulo 2**64, so the same rows in any order, batching or sharding give the same hash,
+while a duplicated, dropped or edited row changes it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from .readers import TYPE_MARKER_PREFIX
+
+_MASK = (1 << 64) - 1
+_NULL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer, vectorized (uint64 arithmetic wraps)."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _cell_hashes(arr: pa.Array) -> np.ndarray:
+    t = arr.type
+    h = xxhash.xxh3_64_intdigest
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        values = arr.to_pylist()
+        return np.fromiter(
+            (_NULL if v is None else h(v.encode("utf-8", "surrogatepass")) for v in values),
+            dtype=np.uint64,
+            count=len(values),
+        )
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return _cell_hashes(pc.cast(arr, pa.string()))
+    values = arr.to_pylist()
+    return np.fromiter(
+        (
+            _NULL
+            if v is None
+            else h(json.dumps(v, sort_keys=True, default=str, ensure_ascii=False).encode())
+            for v in values
+        ),
+        dtype=np.uint64,
+        count=len(values),
+    )
+
+
+def row_hashes(batch: pa.RecordBatch) -> np.ndarray:
+    """One 64-bit hash per row, from every column except the reader's type markers."""
+    acc = np.zeros(batch.num_rows, dtype=np.uint64)
+    for i, name in enumerate(batch.schema.names):
+        if name.startswith(TYPE_MARKER_PREFIX):
+            continue
+        salt = np.uint64(xxhash.xxh3_64_intdigest(name.encode()))
+        with np.errstate(over="ignore"):
+            acc = acc + _mix(_cell_hashes(batch.column(i)) ^ salt)
+    return _mix(acc)
+
+
+@dataclass
+class SplitIdentity:
+    rows: int = 0
+    total: int = 0  # sum of row hashes mod 2**64
+    columns: dict[str, str] = field(default_factory=dict)  # name -> arrow type
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        self.rows += batch.num_rows
+        for f in batch.schema:
+            if not f.name.startswith(TYPE_MARKER_PREFIX):
+                self.columns.setdefault(f.name, str(f.type))
+        if batch.num_rows:
+            s = int(row_hashes(batch).sum(dtype=np.uint64))
+            self.total = (self.total + s) & _MASK
+
+    def merge(self, other: SplitIdentity) -> SplitIdentity:
+        return SplitIdentity(
+            self.rows + other.rows,
+            (self.total + other.total) & _MASK,
+            {**self.columns, **{k: v for k, v in other.columns.items() if k not in self.columns}},
+        )
+
+    def content_hash(self) -> str:
+        names = ",".join(sorted(self.columns))
+        return "xxh3:" + xxhash.xxh3_64_hexdigest(f"{self.total}|{self.rows}|{names}".encode())
+
+    def to_dict(self) -> dict:
+        return {
+            "rows": self.rows,
+            "columns": [{"name": k, "type": v} for k, v in self.columns.items()],
+            "content_hash": self.content_hash(),
+        }

@@ -1,0 +1,251 @@
+"""Report: versioned, JSON-schema'd audit results, the gate verdict and the row flags."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._io import atomic_write, atomic_write_text
+from ..errors import GateFailed, InputError
+from ..rule import Severity, Status
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..config import AuditConfig
+    from ..context import AuditContext
+    from ..engine import RuleRun, ScanState
+
+SCHEMA_VERSION = "1.0"
+FLAG_COLUMNS = ("split", "row", "code", "group", "detail")
+
+
+def rule_status(run: RuleRun, fail_on: Severity) -> Status:
+    if run.error is not None:
+        return Status.ERROR
+    if run.skipped is not None or run.result is None or run.result.skipped is not None:
+        return Status.SKIPPED
+    worst = None
+    for finding in run.result.findings:
+        sev = finding.severity or run.severity
+        if worst is None or sev.rank > worst.rank:
+            worst = sev
+    if worst is None:
+        return Status.PASS
+    if worst.rank >= fail_on.rank:
+        return Status.FAIL
+    if worst.rank >= Severity.WARN.rank:
+        return Status.WARN
+    return Status.PASS
+
+
+def _result_dict(run: RuleRun, fail_on: Severity, max_examples: int) -> dict[str, Any]:
+    status = rule_status(run, fail_on)
+    rule = run.rule
+    out: dict[str, Any] = {
+        "code": rule.code,
+        "name": rule.name,
+        "status": status.value,
+        "severity": run.severity.value,
+        "message": run.error or run.skipped or (run.result.skipped if run.result else None),
+        "options": rule.get_params(),
+        "metrics": [],
+        "thresholds": {},
+        "findings": [],
+        "details": {},
+        "flagged_rows": 0,
+        "seconds": round(run.seconds, 6),
+    }
+    res = run.result
+    if res is None or run.error is not None:
+        return out
+    out["metrics"] = [m.to_dict() for m in res.metrics]
+    out["thresholds"] = res.thresholds
+    out["details"] = res.details
+    out["flagged_rows"] = len({(f.split, f.row) for f in res.flags})
+    findings = []
+    for f in res.findings:
+        findings.append(
+            {
+                "fingerprint": f.fingerprint(rule.code),
+                "severity": (f.severity or run.severity).value,
+                "message": f.message,
+                "split": f.split,
+                "count": int(f.count),
+                "examples": f.examples[:max_examples],
+                "data": f.data,
+            }
+        )
+    findings.sort(
+        key=lambda d: (
+            -Severity(d["severity"]).rank,
+            d["split"] or "",
+            -d["count"],
+            d["fingerprint"],
+        )
+    )
+    out["findings"] = findings
+    return out
+
+
+class Report:
+    """What an audit found. ``passed`` is the gate; ``to_json()`` is the contract."""
+
+    def __init__(self, data: dict[str, Any], flags: list[tuple] | None = None):
+        self.data = data
+        self._flags = flags or []
+
+    # -- building -----------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        state: ScanState,
+        ctx: AuditContext,
+        config: AuditConfig,
+        *,
+        plugin_errors: list[str],
+        seconds: float,
+    ) -> Report:
+        from .. import __version__
+
+        fail_on = Severity.parse(config.fail_on)
+        results = [_result_dict(run, fail_on, config.max_examples) for run in state.runs]
+        results.sort(key=lambda r: r["code"])
+        counts = {s.value: 0 for s in Status}
+        for r in results:
+            counts[r["status"]] += 1
+        passed = counts["fail"] == 0 and counts["error"] == 0
+        flags: list[tuple] = []
+        for run in state.runs:
+            if run.result is not None and run.error is None:
+                flags.extend(
+                    (f.split, int(f.row), run.rule.code, f.group, f.detail)
+                    for f in run.result.flags
+                )
+        flags.sort(key=lambda t: (t[0], t[1], t[2], t[3] or "", t[4] or ""))
+        splits = {
+            name: {"kind": ctx.splits[name].kind, **state.identity[name].to_dict()}
+            for name in ctx.splits
+            if name in state.identity
+        }
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "dataaudit", "version": __version__},
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"splits": splits, "roles": ctx.roles.to_dict()},
+            "config": {**config.to_dict(), "hash": config.hash()},
+            "passed": passed,
+            "fail_on": fail_on.value,
+            "summary": {
+                "rules": len(results),
+                **counts,
+                "flagged_rows": len({(f[0], f[1]) for f in flags}),
+            },
+            "results": results,
+            "plugin_errors": list(plugin_errors),
+            "seconds": round(seconds, 6),
+        }
+        return cls(data, flags)
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def passed(self) -> bool:
+        return bool(self.data["passed"])
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        return self.data["results"]
+
+    def result(self, code: str) -> dict[str, Any]:
+        for r in self.results:
+            if r["code"] == code:
+                return r
+        raise KeyError(
+            f"no result for rule {code}; rules in this report: {', '.join(r['code'] for r in self.results)}"
+        )
+
+    def status(self, code: str) -> str:
+        return self.result(code)["status"]
+
+    def metric(self, code: str, name: str, split: str | None = None) -> Any:
+        for m in self.result(code)["metrics"]:
+            if m["name"] == name and (split is None or m["split"] == split):
+                return m["value"]
+        raise KeyError(
+            f"rule {code} has no metric {name!r}" + (f" for split {split!r}" if split else "")
+        )
+
+    def raise_for_status(self) -> Report:
+        if not self.passed:
+            bad = [
+                f"{r['code']} ({r['status']})"
+                for r in self.results
+                if r["status"] in ("fail", "error")
+            ]
+            raise GateFailed(
+                f"data audit failed the gate (fail_on={self.data['fail_on']}): {', '.join(bad)}"
+            )
+        return self
+
+    def flags(self) -> pl.DataFrame:
+        """Row flags: one row per (split, row, code), with cluster/conflict group and detail."""
+        import polars as pl
+
+        cols = list(zip(*self._flags)) if self._flags else [[] for _ in FLAG_COLUMNS]
+        return pl.DataFrame(
+            {name: list(values) for name, values in zip(FLAG_COLUMNS, cols)},
+            schema={
+                "split": pl.String,
+                "row": pl.Int64,
+                "code": pl.String,
+                "group": pl.String,
+                "detail": pl.String,
+            },
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(self.data))
+
+    def to_json(self, path: str | Path | None = None, *, indent: int | None = 2) -> str:
+        text = json.dumps(
+            self.data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False
+        )
+        if path is not None:
+            atomic_write_text(path, text + "\n")
+        return text
+
+    def write_flags(self, path: str | Path) -> Path:
+        frame = self.flags()
+        return atomic_write(path, lambda p: frame.write_parquet(p))
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        from .html import render_html
+
+        text = render_html(self.data)
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    def summary(self, *, color: bool = False) -> str:
+        from .text import render_summary
+
+        return render_summary(self.data, color=color)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Report:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: cannot read a dataaudit report ({exc}).") from None
+        if not isinstance(data, dict) or "schema_version" not in data:
+            raise InputError(f"{path}: not a dataaudit report (no schema_version).")
+        return cls(data)
+
+    def __repr__(self) -> str:
+        s = self.data["summary"]
+        return (
+            f"<Report passed={self.passed} rules={s['rules']} fail={s['fail']} error={s['error']} "
+            f"warn={s['warn']} skipped={s['skipped']}>"
+        )

@@ -1,0 +1,223 @@
+"""The rule contract: what every audit rule is, takes and returns.
+
+A rule is a small map-reduce over record batches: ``start`` makes an empty state, ``update``
+folds in one batch, ``merge`` combines two states (associative, so shards combine exactly) and
+``finish`` turns the state into a :class:`RuleResult`. The constructor only stores options, as in
+scikit-learn, so a rule can be rebuilt from its resolved config.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import xxhash
+
+if TYPE_CHECKING:
+    from .context import AuditContext
+    from .features import Batch
+
+__all__ = [
+    "Direction",
+    "Finding",
+    "Flag",
+    "Metric",
+    "Rule",
+    "RuleResult",
+    "Severity",
+    "Status",
+]
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; the gate compares it with ``fail_on``."""
+
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+    @classmethod
+    def parse(cls, value: str | Severity, *, option: str = "severity") -> Severity:
+        from .errors import ConfigError
+
+        if isinstance(value, Severity):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            valid = ", ".join(s.value for s in cls)
+            raise ConfigError(
+                f"{option}={value!r} is not a severity; use one of: {valid}."
+            ) from None
+
+
+_SEVERITY_RANK = {Severity.INFO: 0, Severity.WARN: 1, Severity.ERROR: 2}
+
+
+class Status(str, enum.Enum):
+    """Outcome of one rule in one audit."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class Direction(str, enum.Enum):
+    """Which way a metric improves, so a diff can tell a regression from an improvement."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+    NONE = "none"
+
+
+@dataclass
+class Metric:
+    name: str
+    value: float | int | None
+    direction: Direction = Direction.NONE
+    split: str | None = None
+    unit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, float) and value != value:  # NaN is not JSON
+            value = None
+        return {
+            "name": self.name,
+            "split": self.split,
+            "value": value,
+            "direction": Direction(self.direction).value,
+            "unit": self.unit,
+        }
+
+
+@dataclass
+class Finding:
+    """One problem a rule found; ``key`` identifies its evidence across dataset versions."""
+
+    message: str
+    key: str
+    severity: Severity | None = None  # None: the rule's configured severity
+    count: int = 1
+    split: str | None = None
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self, code: str) -> str:
+        return f"{code}-{xxhash.xxh3_64_hexdigest(f'{code}|{self.key}'.encode())}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A row that a rule flags: (split, row) with an optional cluster/conflict id and detail."""
+
+    split: str
+    row: int
+    group: str | None = None
+    detail: str | None = None
+
+
+@dataclass
+class RuleResult:
+    metrics: list[Metric] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    skipped: str | None = None  # reason, when the rule could not give a verdict
+
+    def metric(
+        self,
+        name: str,
+        value: float | int | None,
+        direction: Direction | str = Direction.NONE,
+        *,
+        split: str | None = None,
+        unit: str | None = None,
+    ) -> None:
+        self.metrics.append(Metric(name, value, Direction(direction), split, unit))
+
+
+_CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
+
+
+class Rule:
+    """Base class of every audit rule.
+
+    Subclasses set ``code``, ``name``, ``groups``, ``severity`` and ``requires`` and write the
+    docstring with the sections What it does / Why it matters / Example / Options, which
+    ``dataaudit explain CODE`` prints.
+    """
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    groups: ClassVar[tuple[str, ...]] = ("default",)
+    severity: ClassVar[Severity] = Severity.WARN
+    #: column roles the rule needs: text, input, label, source, id, messages, prompt, response;
+    #: "eval_split" asks for a train split and at least one other split.
+    requires: ClassVar[tuple[str, ...]] = ("text",)
+    #: stable rules run in the default selection; preview rules only when selected by code.
+    stable: ClassVar[bool] = True
+
+    # -- the contract -------------------------------------------------------------------------
+    def start(self, ctx: AuditContext) -> Any:
+        raise NotImplementedError
+
+    def update(self, state: Any, batch: Batch) -> Any:
+        raise NotImplementedError
+
+    def merge(self, a: Any, b: Any) -> Any:
+        raise NotImplementedError
+
+    def finish(self, state: Any, ctx: AuditContext) -> RuleResult:
+        raise NotImplementedError
+
+    def skip_reason(self, ctx: AuditContext) -> str | None:
+        """Why this rule cannot run on this corpus (missing roles or splits), or None."""
+        missing = [r for r in self.requires if r != "eval_split" and not ctx.roles.has(r)]
+        if missing:
+            return (
+                f"needs the {', '.join(missing)} column role(s), which this dataset does not have "
+                f"(set them with {', '.join(f'{m}=COLUMN' for m in missing)})"
+            )
+        if "eval_split" in self.requires and not ctx.eval_splits():
+            return "needs a train split and at least one validation/test split"
+        return None
+
+    # -- scikit-learn style parameters ----------------------------------------------------------
+    @classmethod
+    def option_specs(cls) -> dict[str, inspect.Parameter]:
+        sig = inspect.signature(cls.__init__)
+        return {
+            n: p
+            for n, p in sig.parameters.items()
+            if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+
+    def get_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.option_specs()}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    @classmethod
+    def validate_class(cls) -> None:
+        from .errors import PluginError
+
+        if not _CODE_RE.match(cls.code or ""):
+            raise PluginError(
+                f"rule {cls.__module__}.{cls.__qualname__} has code {cls.code!r}; a code is 2-5 "
+                "capital letters and 3 digits, e.g. DUP001"
+            )
+        if not cls.name:
+            raise PluginError(f"rule {cls.code} has no name")

@@ -1,0 +1,1 @@
+"""Text content rules: empty rows, encoding damage, extreme lengths."""

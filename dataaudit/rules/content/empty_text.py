@@ -1,0 +1,66 @@
+"""TXT001: empty or whitespace-only text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Severity
+from .._rowcheck import Category, RowCheckRule
+
+# whitespace, separators and invisible characters that render as nothing
+_BLANK = r"^[\s\x0b\pZ\x{200b}-\x{200d}\x{2060}\x{feff}\x{ad}]*$"
+
+
+def blank_mask(arr) -> np.ndarray:
+    """True where a string is empty or only invisible characters; False for nulls."""
+    hits = pc.fill_null(pc.match_substring_regex(arr, _BLANK), False)
+    return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+class EmptyText(RowCheckRule):
+    """Rows whose text is empty or only whitespace / invisible characters.
+
+    What it does:
+        Flags rows whose text view (the text column, or the rendered chat / prompt+response) is
+        empty or holds only whitespace, separators or zero-width characters; for chat and
+        prompt/response data it also flags rows whose trained-on reply is empty.
+
+    Why it matters:
+        Empty samples waste compute, and empty replies teach a model to answer with nothing.
+        They usually come from a broken extraction or join step upstream.
+
+    Example:
+        ``{"text": "   "}`` and ``{"messages": [{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": ""}]}`` are both flagged.
+
+    Options:
+        check_response: also flag empty replies (response column or last assistant turn).
+    """
+
+    code = "TXT001"
+    name = "content.empty-text"
+    groups = ("default", "content")
+    severity = Severity.WARN
+    requires = ("text",)
+    categories = (
+        Category("empty_text", "have empty or whitespace-only text"),
+        Category("empty_response", "have an empty reply to train on"),
+    )
+
+    def __init__(self, check_response: bool = True):
+        self.check_response = check_response
+
+    def active_categories(self, ctx: AuditContext) -> tuple[Category, ...]:
+        has_reply = bool(ctx.roles.response or ctx.roles.messages)
+        if self.check_response and has_reply:
+            return self.categories
+        return self.categories[:1]
+
+    def check(self, batch: Batch) -> dict[str, np.ndarray]:
+        masks = {"empty_text": blank_mask(batch.text)}
+        if self.check_response and (batch.roles.response or batch.roles.messages):
+            masks["empty_response"] = blank_mask(batch.feature("response_text"))
+        return masks

@@ -1,0 +1,1 @@
+"""Format rules: nulls and wrong types in role columns, malformed chat rows."""

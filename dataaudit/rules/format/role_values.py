@@ -1,0 +1,116 @@
+"""FMT001: null or wrongly typed values in the columns the audit reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Severity
+from .._rowcheck import Category, RowCheckRule
+
+TEXT_ROLES = ("text", "prompt", "input", "response")
+OTHER_ROLES = ("messages", "label", "source", "id")
+
+
+def _is_string_type(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _bad_message(msg: Any) -> bool:
+    if not isinstance(msg, dict):
+        return True
+    role = msg.get("role", msg.get("from"))
+    content = msg.get("content", msg.get("value"))
+    if not isinstance(role, str) or not role:
+        return True
+    return not isinstance(content, (str, list))
+
+
+class RoleValues(RowCheckRule):
+    """Nulls and non-string values in role columns, and malformed chat rows.
+
+    What it does:
+        For each column with a role (text, prompt, input, response, messages, label, source, id)
+        flags null values; for text columns also values that are not strings (a number or a list
+        where text belongs; readers keep these as their JSON text and mark them); for a chat
+        ``messages`` column, rows that are not a list of ``{"role": ..., "content": ...}``
+        objects, with a missing role or a missing/null content.
+
+    Why it matters:
+        Tokenizers and chat templates either crash on these rows mid-training or, worse,
+        stringify them ("None", "42") into the training text.
+
+    Example:
+        ``{"text": null}``, ``{"text": 42}``, ``{"messages": [{"role": "user"}]}`` are flagged.
+
+    Options:
+        roles: the roles to check (default: all that the dataset has).
+    """
+
+    code = "FMT001"
+    name = "format.role-values"
+    groups = ("default", "format")
+    severity = Severity.WARN
+    requires = ()
+
+    def __init__(self, roles: list[str] | None = None):
+        self.roles = roles
+
+    def check_options(self) -> None:
+        valid = TEXT_ROLES + OTHER_ROLES
+        for role in self.roles or []:
+            if role not in valid:
+                raise ValueError(f"roles: {role!r} is not a role; use {', '.join(valid)}")
+
+    def _checked(self, ctx_roles) -> list[tuple[str, str]]:
+        wanted = self.roles or list(TEXT_ROLES + OTHER_ROLES)
+        return [(r, getattr(ctx_roles, r)) for r in wanted if getattr(ctx_roles, r, None)]
+
+    def active_categories(self, ctx: AuditContext) -> tuple[Category, ...]:
+        cats = []
+        for role, column in self._checked(ctx.roles):
+            cats.append(Category(f"{column}:null", f"have a null {column!r} ({role})"))
+            if role in TEXT_ROLES:
+                cats.append(
+                    Category(f"{column}:not_string", f"have a non-string {column!r} ({role})")
+                )
+            if role == "messages":
+                cats.append(Category(f"{column}:malformed", f"have a malformed chat in {column!r}"))
+        return tuple(cats)
+
+    def check(self, batch: Batch) -> dict[str, np.ndarray]:
+        masks: dict[str, np.ndarray] = {}
+        for role, column in self._checked(batch.roles):
+            if not batch.has_column(column):
+                continue
+            arr = batch.column(column)
+            null = np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
+            masks[f"{column}:null"] = null
+            if role in TEXT_ROLES:
+                if _is_string_type(arr.type) or pa.types.is_null(arr.type):
+                    markers = batch.type_markers(column)
+                    bad = (
+                        np.zeros(batch.num_rows, bool)
+                        if markers is None
+                        else np.asarray(pc.is_valid(markers).to_numpy(zero_copy_only=False), bool)
+                    )
+                else:
+                    bad = ~null
+                masks[f"{column}:not_string"] = bad
+            if role == "messages":
+                parsed = batch.feature("messages")
+                raw = arr.to_pylist()
+                masks[f"{column}:malformed"] = np.array(
+                    [
+                        raw[i] is not None
+                        and (m is None or not m or any(_bad_message(x) for x in m))
+                        for i, m in enumerate(parsed)
+                    ],
+                    dtype=bool,
+                )
+        return masks
