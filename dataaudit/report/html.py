@@ -1,0 +1,409 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no scripts, no external assets).
+
+Every string that comes from the report may come from the dataset (split and column names,
+examples, messages, details), so all of it is untrusted: it is escaped with
+``html.escape(quote=True)`` after control, bidi-override and surrogate characters are made visible,
+it is bounded in length, and it never goes into a ``<style>`` block or an unquoted attribute. The
+only attributes built from report data are ``id``/``href`` anchors, made of ``[A-Za-z0-9_-]`` only.
+A Content-Security-Policy that forbids scripts is a second line of defence.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["render_html"]
+
+_STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
+_SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
+# C0/C1 controls except \t \n, bidi embeddings/overrides/isolates, line/paragraph separators,
+# and lone surrogates (cannot be encoded as UTF-8)
+_INVISIBLE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    r"\ud800-\udfff]"
+)
+_MAX_CELL = 2000  # characters of one untrusted value shown
+_MAX_TABLE_ROWS = 200
+_MAX_BARS = 30
+
+_CSS = """
+:root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#f6f8fa;--pass:#1a7f37;--warn:#9a6700;
+--fail:#cf222e;--error:#8250df;--skipped:#6e7781;--info:#0969da}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);
+margin:0;padding:0 24px 48px;max-width:1200px}
+h1{font-size:22px;margin:20px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid
+var(--line);padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}h4{font-size:14px;margin:12px 0 4px}
+.muted{color:var(--muted)}.verdict{display:inline-block;font-weight:700;font-size:18px;padding:4px 12px;
+border-radius:6px;color:#fff}.verdict.passed{background:var(--pass)}.verdict.failed{background:var(--fail)}
+.badge{display:inline-block;min-width:58px;text-align:center;font-size:12px;font-weight:700;
+padding:1px 6px;border-radius:10px;color:#fff;text-transform:uppercase}
+.s-pass{background:var(--pass)}.s-warn{background:var(--warn)}.s-fail{background:var(--fail)}
+.s-error{background:var(--error)}.s-skipped{background:var(--skipped)}.s-info{background:var(--info)}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.rule{border:1px solid var(--line);border-radius:8px;padding:4px 16px 10px;margin:14px 0}
+.rule.st-fail,.rule.st-error{border-left:6px solid var(--fail)}.rule.st-warn{border-left:6px solid
+var(--warn)}.rule.st-pass{border-left:6px solid var(--pass)}.rule.st-skipped{border-left:6px solid
+var(--skipped)}
+.finding{border-top:1px dashed var(--line);padding:6px 0}
+pre,.text{white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,
+Consolas,monospace;margin:0}
+pre.block{background:var(--bg);padding:6px 8px;border-radius:6px;max-height:320px;overflow:auto}
+.cards{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0}.card{border:1px solid var(--line);
+border-radius:8px;padding:6px 12px;min-width:90px}.card b{font-size:20px;display:block}
+svg{display:block;margin:6px 0 10px}svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
+.toc td{border:none;padding:1px 8px}
+"""
+
+
+# -- escaping ---------------------------------------------------------------------------------
+def _visible(match: re.Match[str]) -> str:
+    c = ord(match.group())
+    return f"\\x{c:02x}" if c < 256 else f"\\u{c:04x}"
+
+
+def _e(value: Any, limit: int = _MAX_CELL) -> str:
+    """Untrusted value → escaped HTML text (safe in element content and quoted attributes)."""
+    if value is None:
+        return ""
+    s = value if isinstance(value, str) else str(value)
+    if len(s) > limit:
+        s = s[:limit] + f"… [+{len(s) - limit} chars]"
+    return html.escape(_INVISIBLE.sub(_visible, s), quote=True)
+
+
+def _anchor(value: Any) -> str:
+    """An id/href fragment: only [A-Za-z0-9_-], whatever the input."""
+    return "r-" + (re.sub(r"[^A-Za-z0-9_-]", "_", str(value))[:64] or "_")
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
+            return f"{value:.4g}"
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if value % 1 else f"{value:,.0f}"
+    return _e(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _cell(value: Any) -> str:
+    if _is_number(value) or isinstance(value, bool):
+        return f'<td class="num">{_num(value)}</td>'
+    if value is None:
+        return '<td class="muted">—</td>'
+    if isinstance(value, (dict, list)):
+        return f'<td><span class="text">{_e(_json(value), 500)}</span></td>'
+    return f'<td><span class="text">{_e(value)}</span></td>'
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# -- building blocks ----------------------------------------------------------------------------
+def _table(headers: list[Any], rows: list[list[Any]], *, limit: int = _MAX_TABLE_ROWS) -> str:
+    out = ["<table><thead><tr>"]
+    out += [f"<th>{_e(h)}</th>" for h in headers]
+    out.append("</tr></thead><tbody>")
+    for row in rows[:limit]:
+        out.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")
+    out.append("</tbody></table>")
+    if len(rows) > limit:
+        out.append(f'<p class="muted">… {len(rows) - limit:,} more rows in the JSON report</p>')
+    return "".join(out)
+
+
+def _bar_chart(items: list[tuple[Any, float]], *, title: str | None = None, fmt: Any = None) -> str:
+    """Horizontal bars, one per (label, value); labels and title are escaped."""
+    items = [(label, float(v)) for label, v in items if _is_number(v)][:_MAX_BARS]
+    if not items:
+        return ""
+    fmt = fmt or _num
+    label_w, bar_w, row_h, top = 220, 380, 20, 22 if title else 4
+    height = top + row_h * len(items) + 4
+    vmax = max(abs(v) for _, v in items) or 1.0
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 90}" '
+        f'height="{height}" role="img">'
+    ]
+    if title:
+        parts.append(f'<text x="0" y="14" font-weight="bold">{_e(title, 120)}</text>')
+    for i, (label, v) in enumerate(items):
+        y = top + i * row_h
+        w = max(1.0, bar_w * abs(v) / vmax) if v else 0.0
+        color = "#0969da" if v >= 0 else "#cf222e"
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_e(label, 40)}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
+            f'fill="{color}" rx="2"><title>{_e(label, 200)}: {_e(fmt(v))}</title></rect>'
+            f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{_e(fmt(v))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _pct(v: float) -> str:
+    return f"{v:.2%}"
+
+
+def _is_fraction_name(name: str) -> bool:
+    return bool(re.search(r"(rate|share|fraction|ratio|pct|percent)$", name))
+
+
+# -- sections -----------------------------------------------------------------------------------
+def _header(data: dict[str, Any]) -> str:
+    passed = bool(data.get("passed"))
+    s = data.get("summary", {})
+    tool = data.get("tool", {})
+    cards = "".join(
+        f'<div class="card"><span class="badge s-{k}">{k}</span><b>{_num(s.get(k, 0))}</b></div>'
+        for k in ("error", "fail", "warn", "pass", "skipped")
+    )
+    cfg = data.get("config", {})
+    return (
+        "<header><h1>dataaudit report</h1>"
+        f'<p><span class="verdict {"passed" if passed else "failed"}">'
+        f"gate {'PASSED' if passed else 'FAILED'}</span> "
+        f'<span class="muted">fail_on={_e(data.get("fail_on"))} · {_num(s.get("rules", 0))} rules'
+        f" · {_num(s.get('flagged_rows', 0))} rows flagged · "
+        f"{_e(tool.get('name', 'dataaudit'))} {_e(tool.get('version', ''))} · "
+        f"{_e(data.get('created', ''))} · config {_e(cfg.get('pack', ''))} "
+        f"#{_e(cfg.get('hash', ''))} · schema {_e(data.get('schema_version', ''))} · "
+        f"{_num(data.get('seconds', 0))} s</span></p>"
+        f'<div class="cards">{cards}</div></header>'
+    )
+
+
+def _dataset(data: dict[str, Any]) -> str:
+    ds = data.get("dataset", {})
+    splits = ds.get("splits", {}) or {}
+    rows = []
+    for name, info in splits.items():
+        cols = ", ".join(f"{c.get('name')}: {c.get('type')}" for c in info.get("columns", []))
+        rows.append([name, info.get("kind"), info.get("rows"), cols, info.get("content_hash")])
+    out = ["<section><h2>Dataset</h2>"]
+    out.append(_table(["split", "kind", "rows", "columns", "content hash"], rows))
+    sizes = [(name, info.get("rows")) for name, info in splits.items()]
+    if len(sizes) > 1:
+        out.append(_bar_chart(sizes, title="rows per split"))
+    roles = ds.get("roles", {}) or {}
+    if roles:
+        out.append("<h3>Column roles</h3>")
+        out.append(
+            _table(
+                ["role", "column", "auto-detected"],
+                [[r, v.get("column"), bool(v.get("detected"))] for r, v in roles.items()],
+            )
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+def _toc(results: list[dict[str, Any]]) -> str:
+    rows = []
+    for r in results:
+        st = _status(r)
+        n = len(r.get("findings") or [])
+        rows.append(
+            f'<tr><td><span class="badge s-{st}">{st}</span></td>'
+            f'<td><a href="#{_anchor(r.get("code"))}">{_e(r.get("code"))}</a></td>'
+            f"<td>{_e(r.get('name'))}</td>"
+            f'<td class="muted">{_num(n)} finding{"s" * (n != 1)}</td></tr>'
+        )
+    return f'<section><h2>Rules</h2><table class="toc">{"".join(rows)}</table></section>'
+
+
+def _status(r: dict[str, Any]) -> str:
+    st = r.get("status")
+    return st if st in _STATUS_ORDER else "error"
+
+
+def _metrics(metrics: list[dict[str, Any]]) -> str:
+    if not metrics:
+        return ""
+    rows = [
+        [m.get("name"), m.get("split"), m.get("value"), m.get("direction"), m.get("unit")]
+        for m in metrics
+    ]
+    out = ["<h4>Metrics</h4>", _table(["metric", "split", "value", "better", "unit"], rows)]
+    # per-split bars for every metric reported on more than one split
+    by_name: dict[str, list[tuple[Any, Any]]] = {}
+    for m in metrics:
+        by_name.setdefault(str(m.get("name")), []).append((m.get("split"), m.get("value")))
+    charts = 0
+    for name, vals in by_name.items():
+        if len(vals) > 1 and charts < 8:
+            fmt = _pct if _is_fraction_name(name) else None
+            out.append(_bar_chart(vals, title=name, fmt=fmt))
+            charts += 1
+    # with a single split, chart the rate-like metrics side by side
+    if not charts:
+        rates = [
+            (
+                m.get("name") if m.get("split") is None else f"{m.get('name')} [{m.get('split')}]",
+                m.get("value"),
+            )
+            for m in metrics
+            if _is_fraction_name(str(m.get("name"))) and _is_number(m.get("value"))
+        ]
+        if len(rates) > 1 and any(v for _, v in rates):
+            out.append(_bar_chart(rates, title="rates", fmt=_pct))
+    return "".join(out)
+
+
+def _examples(examples: list[Any]) -> str:
+    if not examples:
+        return ""
+    keys: list[str] = []
+    for ex in examples:
+        if isinstance(ex, dict):
+            keys += [k for k in ex if k not in keys]
+    order = [k for k in ("split", "row", "text") if k in keys] + [
+        k for k in keys if k not in ("split", "row", "text")
+    ]
+    rows = [[ex.get(k) for k in order] if isinstance(ex, dict) else [ex] for ex in examples]
+    return _table(order or ["example"], rows)
+
+
+def _finding(f: dict[str, Any]) -> str:
+    sev = f.get("severity") if f.get("severity") in _SEVERITY_ORDER else "info"
+    sev_class = {"error": "fail", "warn": "warn", "info": "info"}[sev]
+    out = [
+        '<div class="finding">',
+        f'<span class="badge s-{sev_class}">{_e(sev)}</span> {_e(f.get("message"))}',
+        f'<div class="muted">split {_e(f.get("split") or "—")} · count {_num(f.get("count", 0))}'
+        f" · fingerprint <code>{_e(f.get('fingerprint'))}</code></div>",
+    ]
+    data = f.get("data")
+    if data:
+        out.append(f'<pre class="block">{_e(_json(data), 4000)}</pre>')
+    out.append(_examples(f.get("examples") or []))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _details_value(key: str, value: Any) -> str:
+    title = f"<h4>{_e(key)}</h4>"
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        cols: list[str] = []
+        for row in value:
+            cols += [k for k in row if k not in cols]
+        table = _table(cols, [[row.get(c) for c in cols] for row in value])
+        return title + table + _details_chart(key, value, cols)
+    if isinstance(value, dict) and value:
+        if all(isinstance(v, dict) for v in value.values()):
+            cols = []
+            for row in value.values():
+                cols += [k for k in row if k not in cols]
+            rows = [[k] + [row.get(c) for c in cols] for k, row in value.items()]
+            return title + _table(["key", *cols], rows)
+        rows = [[k, v] for k, v in value.items()]
+        chart = ""
+        if sum(_is_number(v) for v in value.values()) > 1:
+            fmt = _pct if _is_fraction_name(key) else None
+            chart = _bar_chart([(k, v) for k, v in value.items() if _is_number(v)], fmt=fmt)
+        return title + _table(["key", "value"], rows) + chart
+    if isinstance(value, (list, dict)):
+        return title + f'<pre class="block">{_e(_json(value), 4000)}</pre>'
+    return title + f'<p><span class="text">{_e(value)}</span></p>'
+
+
+def _details_chart(key: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
+    """A bar chart of a table: label = first text column, value = its share/rate/count column."""
+    label_col = next((c for c in cols if any(isinstance(r.get(c), str) for r in rows)), None)
+    numeric = [c for c in cols if c != label_col and all(_is_number(r.get(c)) for r in rows)]
+    if label_col is None or not numeric or len(rows) < 2:
+        return ""
+    value_col = next((c for c in numeric if _is_fraction_name(c)), None) or next(
+        (c for c in numeric if c in ("count", "rows", "n")), numeric[0]
+    )
+    fmt = _pct if _is_fraction_name(value_col) else None
+    return _bar_chart(
+        [(r.get(label_col), r.get(value_col)) for r in rows],
+        title=f"{key}: {value_col} by {label_col}",
+        fmt=fmt,
+    )
+
+
+def _rule(r: dict[str, Any]) -> str:
+    st = _status(r)
+    out = [
+        f'<section class="rule st-{st}" id="{_anchor(r.get("code"))}">',
+        f'<h3><span class="badge s-{st}">{st}</span> {_e(r.get("code"))} '
+        f'<span class="muted">{_e(r.get("name"))}</span></h3>',
+        f'<div class="muted">severity {_e(r.get("severity"))} · '
+        f"{_num(r.get('flagged_rows', 0))} rows flagged · {_num(r.get('seconds', 0))} s</div>",
+    ]
+    if r.get("message"):
+        out.append(f'<p><span class="text">{_e(r.get("message"))}</span></p>')
+    options = r.get("options") or {}
+    if options:
+        out.append(
+            "<h4>Options</h4>" + _table(["option", "value"], [[k, v] for k, v in options.items()])
+        )
+    thresholds = r.get("thresholds") or {}
+    if thresholds:
+        out.append(
+            "<h4>Thresholds</h4>"
+            + _table(["threshold", "value"], [[k, v] for k, v in thresholds.items()])
+        )
+    out.append(_metrics(r.get("metrics") or []))
+    findings = r.get("findings") or []
+    if findings:
+        out.append(f"<h4>Findings ({len(findings)})</h4>")
+        out += [_finding(f) for f in findings]
+    details = r.get("details") or {}
+    if details:
+        out.append("<h4>Details</h4>")
+        out += [_details_value(str(k), v) for k, v in details.items()]
+    out.append("</section>")
+    return "".join(out)
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The report dict (``Report.data``) as one self-contained HTML page."""
+    results = sorted(
+        data.get("results", []) or [],
+        key=lambda r: (_STATUS_ORDER.get(r.get("status"), 0), str(r.get("code"))),
+    )
+    verdict = "PASSED" if data.get("passed") else "FAILED"
+    body = [
+        _header(data),
+        _dataset(data),
+        _toc(results),
+        "<section><h2>Results</h2>",
+        *[_rule(r) for r in results],
+        "</section>",
+    ]
+    errors = data.get("plugin_errors") or []
+    if errors:
+        body.append("<section><h2>Plugin errors</h2><ul>")
+        body += [f'<li><span class="text">{_e(err)}</span></li>' for err in errors]
+        body.append("</ul></section>")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>dataaudit report · gate {verdict}</title>"
+        f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
