@@ -218,6 +218,7 @@ def _columns_to_records(chunk: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
 
 def _path_splits(spec: str | Path) -> dict[str, SplitSource]:
     text = str(spec)
+    root: Path | None = None
     if any(ch in text for ch in "*?["):
         files = sorted(Path(p) for p in globlib.glob(text, recursive=True))
         if not files:
@@ -231,6 +232,7 @@ def _path_splits(spec: str | Path) -> dict[str, SplitSource]:
                 hint = close_matches(path.name, [p.name for p in parent.iterdir()])
             raise InputError(f"{path}: no such file or folder.{hint}")
         if path.is_dir():
+            root = path
             files = sorted(
                 p
                 for p in path.rglob("*")
@@ -245,14 +247,16 @@ def _path_splits(spec: str | Path) -> dict[str, SplitSource]:
     for f in files:
         readers.file_format(f)  # unknown formats fail early, naming the file
     groups: dict[str, list[Path]] = {}
-    kinds = {f: split_kind(_split_label(f)) for f in files}
-    if len(files) > 1 and all(k == "other" for k in kinds.values()):
-        groups["train"] = files  # shards of one split
+    labels = {f: _split_label(f, root) for f in files}
+    kinds = {f: split_kind(label) for f, label in labels.items()}
+    if all(k == "other" for k in kinds.values()):
+        groups["train"] = files  # one file, or shards of one split
     else:
         for f in files:
-            key = kinds[f] if kinds[f] != "other" else _split_label(f)
-            groups.setdefault(key, []).append(f)
-    return {name: _files_split(name, paths) for name, paths in groups.items()}
+            groups.setdefault(kinds[f] if kinds[f] != "other" else labels[f], []).append(f)
+    order = {"train": 0, "validation": 1, "test": 2, "other": 3}
+    names = sorted(groups, key=lambda n: (order[split_kind(n)], n))
+    return {name: _files_split(name, groups[name]) for name in names}
 
 
 def _known_format(p: Path) -> bool:
@@ -263,15 +267,17 @@ def _known_format(p: Path) -> bool:
         return False
 
 
-def _split_label(path: Path) -> str:
+def _split_label(path: Path, root: Path | None = None) -> str:
+    """Split name from a file name (HF shards: train-00000-of-00004), else from its folders
+    below the folder the user gave (data/train/part-0.parquet)."""
     name = path.name
     for suffix in reversed(path.suffixes):
         name = name[: -len(suffix)] if name.endswith(suffix) else name
-    # HF-style shards: train-00000-of-00004
     name = re.sub(r"[-_]\d{3,}(-of-\d+)?$", "", name)
-    rel = path.parent.name
-    if split_kind(name) == "other" and split_kind(rel) != "other":
-        return rel
+    if split_kind(name) == "other" and root is not None:
+        for part in reversed(path.relative_to(root).parent.parts):
+            if split_kind(part) != "other":
+                return part
     return name
 
 

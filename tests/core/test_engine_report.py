@@ -1,0 +1,209 @@
+"""Engine: error isolation, gate, shard merging, determinism; report: schema and flags."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from dataaudit import audit
+from dataaudit.errors import GateFailed
+from dataaudit.report import Report
+from dataaudit.report.schema import SCHEMA_PATH, report_schema
+from dataaudit.rule import Rule, RuleResult
+
+DATA = {
+    "train": [
+        {"text": t, "label": "a"}
+        for t in ["hello world", "   ", "caf\ufffd", "hello world", "ok then"]
+    ],
+    "test": [{"text": "fresh text", "label": "a"}],
+}
+
+
+def strip_times(d):
+    d = json.loads(json.dumps(d))
+    d.pop("created")
+    d.pop("seconds")
+    for r in d["results"]:
+        r.pop("seconds")
+    return d
+
+
+def test_report_validates_against_the_committed_schema():
+    report = audit(DATA)
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert schema == report_schema(), (
+        "report.schema.json is stale: regenerate it with `dataaudit schema`"
+    )
+    jsonschema.validate(report.to_dict(), schema)
+    broken = report.to_dict()
+    broken["results"][0]["status"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_same_input_same_json_apart_from_times():
+    a, b = audit(DATA).to_dict(), audit(DATA).to_dict()
+    assert strip_times(a) == strip_times(b)
+    assert (
+        a["dataset"]["splits"]["train"]["content_hash"]
+        == b["dataset"]["splits"]["train"]["content_hash"]
+    )
+
+
+def test_content_hash_is_order_independent_and_content_sensitive():
+    rows = DATA["train"]
+    h = lambda rs: audit({"train": rs}).data["dataset"]["splits"]["train"]["content_hash"]  # noqa: E731
+    assert h(rows) == h(list(reversed(rows)))
+    assert h(rows) != h(rows[:-1])
+    assert h(rows) != h(rows + rows[:1])  # a duplicated row changes it
+    assert h(rows) != h([{**rows[0], "text": "hello World"}] + rows[1:])
+
+
+def test_batch_size_does_not_change_the_report():
+    a = audit(DATA, batch_size=1).to_dict()
+    b = audit(DATA, batch_size=1000).to_dict()
+    a["config"].pop("batch_size"), b["config"].pop("batch_size")
+    a["config"].pop("hash"), b["config"].pop("hash")
+    assert strip_times(a) == strip_times(b)
+
+
+class Exploding(Rule):
+    """What it does: raises. Why it matters: tests isolation. Example: -. Options: none."""
+
+    code = "BOOM001"
+    name = "test.boom"
+    requires = ()
+
+    def start(self, ctx):
+        return 0
+
+    def update(self, state, batch):
+        raise RuntimeError("kaboom")
+
+    def merge(self, a, b):
+        return a + b
+
+    def finish(self, state, ctx):
+        return RuleResult()
+
+
+def test_a_crashing_rule_is_an_error_and_the_others_still_run(monkeypatch):
+    from dataaudit import registry
+
+    ruleset = registry.load_rules()
+    monkeypatch.setitem(ruleset.rules, "BOOM001", Exploding)
+    monkeypatch.setitem(ruleset.origin, "BOOM001", "test")
+    report = audit(DATA, select=["BOOM001", "TXT001"])
+    assert report.status("BOOM001") == "error"
+    assert "kaboom" in report.result("BOOM001")["message"]
+    assert report.status("TXT001") == "warn"
+    assert report.passed is False
+    with pytest.raises(GateFailed, match="BOOM001"):
+        report.raise_for_status()
+
+
+def test_fail_on_and_severity_override():
+    assert audit(DATA, select=["TXT001"]).passed
+    assert not audit(DATA, select=["TXT001"], fail_on="warn").passed
+    report = audit(DATA, select=["TXT001"], rules={"TXT001": {"severity": "error"}})
+    assert report.status("TXT001") == "fail" and not report.passed
+    report = audit(DATA, select=["TXT001"], rules={"TXT001": {"severity": "info"}}, fail_on="warn")
+    assert report.status("TXT001") == "pass" and report.passed
+
+
+def test_rules_without_their_inputs_are_skipped_with_a_reason():
+    from dataaudit import registry
+
+    class NeedsLabel(Exploding):
+        """What it does: -. Why it matters: -. Example: -. Options: none."""
+
+        code = "BOOM002"
+        requires = ("label",)
+
+    ruleset = registry.load_rules()
+    try:
+        ruleset.rules["BOOM002"] = NeedsLabel
+        ruleset.origin["BOOM002"] = "test"
+        report = audit([{"text": "a"}], select=["BOOM002"])
+    finally:
+        ruleset.rules.pop("BOOM002")
+        ruleset.origin.pop("BOOM002")
+    assert report.status("BOOM002") == "skipped"
+    assert "label" in report.result("BOOM002")["message"]
+    assert report.passed
+
+
+def test_flags_frame_and_examples_are_bounded():
+    long = "x" * 5000 + "\ufffd"
+    report = audit([{"text": long}] * 12, select=["TXT002"], rules=None)
+    flags = report.flags()
+    assert flags.columns == ["split", "row", "code", "group", "detail"]
+    assert flags["row"].to_list() == list(range(12))
+    finding = report.result("TXT002")["findings"][0]
+    assert finding["count"] == 12
+    assert len(finding["examples"]) == 5  # max_examples
+    assert len(finding["examples"][0]["text"]) < 300  # untrusted text bounded
+    assert re.match(r"^TXT002-[0-9a-f]{16}$", finding["fingerprint"])
+
+
+def test_fingerprints_are_stable_across_versions():
+    a = audit(DATA, select=["TXT001"]).result("TXT001")["findings"][0]["fingerprint"]
+    more = {"train": DATA["train"] + [{"text": "another row", "label": "a"}], "test": DATA["test"]}
+    b = audit(more, select=["TXT001"]).result("TXT001")["findings"][0]["fingerprint"]
+    assert a == b
+
+
+def test_json_and_flags_are_written_atomically(tmp_path, monkeypatch):
+    report = audit(DATA)
+    out = tmp_path / "report.json"
+    report.to_json(out)
+    assert Report.load(out).passed == report.passed
+    report.write_flags(tmp_path / "flags.parquet")
+    import polars as pl
+
+    assert pl.read_parquet(tmp_path / "flags.parquet").height == report.flags().height
+
+    def failing_dumps(*a, **k):
+        raise OSError("disk full")
+
+    target = tmp_path / "again.parquet"
+    monkeypatch.setattr("polars.DataFrame.write_parquet", failing_dumps)
+    with pytest.raises(OSError):
+        report.write_flags(target)
+    assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_engine_shards_merge_to_one_pass():
+    from dataaudit import engine
+    from dataaudit.api import resolve_rules
+    from dataaudit.config import load_config
+    from dataaudit.context import AuditContext, SplitInfo
+    from dataaudit.corpus import load_corpus
+
+    corpus = load_corpus(DATA)
+    cfg = load_config()
+    rules, _ = resolve_rules(cfg)
+
+    def ctx():
+        return AuditContext(
+            {n: SplitInfo(n, s.kind) for n, s in corpus.splits.items()}, corpus.roles
+        )
+
+    batches = list(corpus.stream(2))
+    one = engine.finish(engine.scan(engine.start(rules, ctx()), batches, ctx()), ctx())
+    c = ctx()
+    first, second = batches[:2], batches[2:]
+    a = engine.scan(engine.start(rules, c), first, c)
+    offsets = {"train": sum(rb.num_rows for s, rb in first if s == "train")}
+    b = engine.scan(engine.start(rules, c), second, c, offsets=offsets)
+    merged = engine.finish(engine.merge_scans(a, b), c)
+    for r1, r2 in zip(one.runs, merged.runs):
+        assert r1.result == r2.result, r1.rule.code
+    assert {k: v.content_hash() for k, v in one.identity.items()} == {
+        k: v.content_hash() for k, v in merged.identity.items()
+    }
