@@ -10,3 +10,9 @@ from . import text as _text  # noqa: F401  (registers the text features)
 from .base import Batch, feature_names, register_feature
 
 __all__ = ["Batch", "feature_names", "register_feature"]
+
+from .base import register_lazy_feature as _lazy  # noqa: E402
+
+_lazy("label", "dataaudit.features.labels")
+_lazy("tokens", "dataaudit.features.tokens")
+_lazy("token_lengths", "dataaudit.features.tokens")

@@ -1,0 +1,1 @@
+"""Label quality: conflicting labels, likely mislabels, class balance and drift, memorization."""

@@ -1,0 +1,198 @@
+"""Groups of rows with the same input (exact after normalization, optionally near-duplicate
+clusters too) but different labels. Shared by LBL001 (the findings) and LBL003 (the per-class
+conflict rate).
+
+State, per split, as chunk lists (a merge concatenates a's chunks then b's):
+``h`` uint64 normalized-input hash, ``y`` uint64 label id (xxh3 of the class key, or of the
+normalized response in response mode), ``row`` int64, optional ``snip`` (input text cut to the
+example bound) and ``sig`` (MinHash signatures, only when near-duplicate grouping is on).
+Rows with a null/empty input or a null label are not stored: they can conflict with nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from ...features import Batch
+
+EMPTY_HASH = np.uint64(xxhash.xxh3_64_intdigest(b""))
+MINHASH = {"num_perm": 128, "ngram": 5, "unit": "word", "seed": 1}
+
+
+def start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
+    return {"mode": mode, "snip": int(snippets), "near": bool(near), "vocab": {}, "splits": {}}
+
+
+def _label_ids(batch: Batch, mode: str, vocab: dict[int, str]) -> np.ndarray:
+    if mode == "response":
+        return np.asarray(batch.feature("normalized_hash", view="response_text"), np.uint64)
+    values = batch.feature("label").values
+    h = xxhash.xxh3_64_intdigest
+    ids = np.zeros(len(values), np.uint64)
+    for i, v in enumerate(values):
+        if v is not None:
+            k = h(v.encode("utf-8", "surrogatepass")) or 1
+            ids[i] = k
+            vocab.setdefault(k, v)
+    return ids
+
+
+def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+    if batch.num_rows == 0:
+        return state
+    hashes = np.asarray(batch.feature("normalized_hash", view="input_text"), np.uint64)
+    ids = _label_ids(batch, state["mode"], state["vocab"])
+    keep = (hashes != 0) & (hashes != EMPTY_HASH) & (ids != 0)
+    idx = np.flatnonzero(keep)
+    sp = state["splits"].setdefault(
+        batch.split, {"h": [], "y": [], "row": [], "snip": [], "sig": []}
+    )
+    if not idx.size:
+        return state
+    sp["h"].append(hashes[idx])
+    sp["y"].append(ids[idx])
+    sp["row"].append(batch.row_ids[idx])
+    if state["snip"]:
+        text = batch.input_text.take(pa.array(idx))
+        sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + 64))
+    if state["near"]:
+        sigs = batch.feature("minhash", **MINHASH)
+        sp["sig"].append(np.asarray(sigs)[idx])
+    return state
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = {k: a[k] for k in ("mode", "snip", "near")}
+    out["vocab"] = {**b["vocab"], **a["vocab"]}
+    out["splits"] = {}
+    for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+        sa = a["splits"].get(name)
+        sb = b["splits"].get(name)
+        if sa is None or sb is None:
+            out["splits"][name] = {k: list(v) for k, v in (sa or sb).items()}
+        else:
+            out["splits"][name] = {k: sa[k] + sb[k] for k in sa}
+    return out
+
+
+@dataclass
+class Group:
+    """One conflict group: rows (positions in the split) and their label ids."""
+
+    split: str
+    key: str
+    kind: str  # exact | near
+    rows: list[int]
+    labels: list[int]
+    snippet: str | None = None
+    label_counts: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class SplitConflicts:
+    rows: int  # rows with an input and a label
+    label_rows: dict[int, int]  # label id -> rows with an input
+    groups: list[Group]
+
+
+def _cat(chunks: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype)
+
+
+def find(state: dict[str, Any], threshold: float = 0.8) -> dict[str, SplitConflicts]:
+    """Conflict groups per split, largest first then by key (deterministic)."""
+    out: dict[str, SplitConflicts] = {}
+    for split in sorted(state["splits"]):
+        sp = state["splits"][split]
+        h = _cat(sp["h"], np.uint64)
+        y = _cat(sp["y"], np.uint64)
+        rows = _cat(sp["row"], np.int64)
+        order = np.argsort(rows, kind="stable")
+        h, y, rows = h[order], y[order], rows[order]
+        ids, counts = np.unique(y, return_counts=True)
+        label_rows = {int(i): int(c) for i, c in zip(ids, counts)}
+        comp = _components(h, sp, order, threshold if state["near"] else None)
+        groups = _conflict_groups(split, h, y, rows, comp, sp, order)
+        out[split] = SplitConflicts(int(rows.size), label_rows, groups)
+    return out
+
+
+def _components(h: np.ndarray, sp: dict[str, Any], order: np.ndarray, threshold) -> np.ndarray:
+    """Component id per row: exact-hash groups, joined with near-duplicate clusters if asked."""
+    n = h.size
+    _, exact = np.unique(h, return_inverse=True)
+    exact = exact.astype(np.int64)
+    if threshold is None or n < 2 or not sp["sig"]:
+        return exact
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from ...sketches.lsh import near_duplicate_clusters
+
+    sigs = np.concatenate(sp["sig"])[order]
+    near = np.asarray(near_duplicate_clusters(sigs, threshold), np.int64)
+    # graph: row -> its exact group node (n..), row -> its near cluster node
+    n_exact = int(exact.max()) + 1
+    src = [np.arange(n), np.flatnonzero(near >= 0)]
+    dst = [n + exact, n + n_exact + near[near >= 0]]
+    src_all = np.concatenate(src)
+    dst_all = np.concatenate(dst)
+    size = n + n_exact + (int(near.max()) + 1 if (near >= 0).any() else 0)
+    graph = coo_matrix((np.ones(src_all.size), (src_all, dst_all)), shape=(size, size))
+    _, labels = connected_components(graph, directed=False)
+    return labels[:n].astype(np.int64)
+
+
+def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
+    if not rows.size:
+        return []
+    # components with more than one distinct label id
+    o = np.lexsort((y, comp))
+    c_sorted, y_sorted = comp[o], y[o]
+    new_pair = np.ones(o.size, bool)
+    new_pair[1:] = (c_sorted[1:] != c_sorted[:-1]) | (y_sorted[1:] != y_sorted[:-1])
+    comps, n_labels = np.unique(c_sorted[new_pair], return_counts=True)
+    bad = set(comps[n_labels > 1].tolist())
+    if not bad:
+        return []
+    # exact (hash) groups with more than one label id: "exact" conflicts
+    o2 = np.lexsort((y, h))
+    hs, ys = h[o2], y[o2]
+    new2 = np.ones(o2.size, bool)
+    new2[1:] = (hs[1:] != hs[:-1]) | (ys[1:] != ys[:-1])
+    hh, nl = np.unique(hs[new2], return_counts=True)
+    exact_bad = set(hh[nl > 1].tolist())
+    snips = None
+    if sp["snip"]:
+        snips = pa.concat_arrays([c.cast(pa.large_string()) for c in sp["snip"]]).take(
+            pa.array(order)
+        )
+    members: dict[int, list[int]] = {}
+    for i in np.flatnonzero(np.isin(comp, np.fromiter(bad, np.int64, len(bad)))).tolist():
+        members.setdefault(int(comp[i]), []).append(i)
+    groups = []
+    for idx in members.values():
+        gh = h[idx]
+        kind = "exact" if any(int(x) in exact_bad for x in gh) else "near"
+        counts: dict[int, int] = {}
+        for lab in y[idx].tolist():
+            counts[int(lab)] = counts.get(int(lab), 0) + 1
+        groups.append(
+            Group(
+                split=split,
+                key=f"{int(gh.min()):016x}",
+                kind=kind,
+                rows=rows[idx].tolist(),
+                labels=y[idx].tolist(),
+                snippet=None if snips is None else snips[idx[0]].as_py(),
+                label_counts=counts,
+            )
+        )
+    groups.sort(key=lambda g: (-len(g.rows), g.key))
+    return groups

@@ -1,0 +1,67 @@
+"""LBL001: conflicting labels."""
+
+from __future__ import annotations
+
+import dataaudit as da
+
+
+def _groups(report) -> list[dict]:
+    return report.result("LBL001")["details"]["groups"]
+
+
+def test_fixture_exact_conflicts_all_found(fixtures_dir, ground_truth):
+    report = da.audit(fixtures_dir / "classification", select=["LBL001"])
+    found = {(g["split"], tuple(sorted(g["rows"]))) for g in _groups(report)}
+    planted = [c for c in ground_truth["classification"]["label_conflicts"] if c["kind"] == "exact"]
+    assert planted
+    for c in planted:
+        assert (c["split"], tuple(sorted(c["rows"]))) in found  # recall 100% on exact conflicts
+    # exact duplicates that agree on their label are not conflicts
+    conflict_rows = {r for g in _groups(report) for r in g["rows"]}
+    assert not conflict_rows & {12, 270, 35, 42, 134, 148, 421}
+    flags = report.flags()
+    assert set(flags.filter(flags["code"] == "LBL001")["row"].to_list()) >= {117, 194, 299, 486}
+
+
+def test_fixture_labels_of_a_group_are_reported(fixtures_dir):
+    report = da.audit(fixtures_dir / "classification", select=["LBL001"])
+    by_rows = {tuple(sorted(g["rows"])): g for g in _groups(report)}
+    assert by_rows[(117, 194)]["labels"] == {"literature": 1, "science": 1}
+    pairs = report.result("LBL001")["details"]["class_pairs"]
+    assert {"labels": ["food", "literature"], "groups": 1} in pairs
+
+
+def test_chat_identical_prompts_are_info(fixtures_dir):
+    report = da.audit(fixtures_dir / "chat_sft", select=["LBL001"])
+    res = report.result("LBL001")
+    found = {tuple(sorted(f["data"]["rows"])) for f in res["findings"]}
+    assert {(12, 209), (49, 83), (93, 178)} <= found
+    assert all(f["severity"] == "info" for f in res["findings"])
+    assert report.status("LBL001") == "pass"
+
+
+def test_mixed_types_and_nulls_do_not_crash():
+    rows = [
+        {"text": "same words here", "label": "1"},
+        {"text": "Same  words here", "label": 1},
+        {"text": "same words here", "label": None},
+        {"text": "other text", "label": True},
+        {"text": "other text", "label": True},
+        {"text": None, "label": "x"},
+        {"text": "  ", "label": "x"},
+        {"text": "", "label": "y"},
+    ]
+    report = da.audit({"train": rows}, select=["LBL001"], text="text", label="label")
+    res = report.result("LBL001")
+    assert report.status("LBL001") in ("pass", "warn")
+    # int 1 and string "1" are the same class key; null labels and blank inputs are left out
+    assert res["details"]["groups"] == []
+
+
+def test_int_and_bool_labels_conflict():
+    rows = [{"text": f"row {i}", "label": i % 2} for i in range(6)]
+    rows += [{"text": "row 0", "label": 1}]
+    report = da.audit({"train": rows}, select=["LBL001"], text="text", label="label")
+    groups = report.result("LBL001")["details"]["groups"]
+    assert [sorted(g["rows"]) for g in groups] == [[0, 6]]
+    assert groups[0]["labels"] == {"0": 1, "1": 1}
