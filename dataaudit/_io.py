@@ -14,6 +14,9 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the report should be readable like any file
     try:
         write(Path(tmp))
         os.replace(tmp, path)

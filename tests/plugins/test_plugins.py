@@ -1,0 +1,88 @@
+"""A real installed plugin package: its rule runs; broken and colliding entries are reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory) -> dict[str, str]:
+    target = tmp_path_factory.mktemp("site")
+    build = tmp_path_factory.mktemp("build")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(HERE / "fake_plugin"),
+        ],
+        check=True,
+        cwd=build,
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(target) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run(args, env, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "dataaudit.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        **kw,
+    )
+
+
+def test_installed_plugin_rule_is_listed_and_runs(plugin_env, tmp_path):
+    out = run(["rules", "--json"], plugin_env)
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    fake = [r for r in listing["rules"] if r["code"] == "FAKE001"]
+    assert fake and fake[0]["origin"] == "dataaudit-fake-plugin"
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"text": "BUY NOW"}\n{"text": "a calm sentence"}\n')
+    out = run(
+        ["audit", str(data), "--select", "FAKE", "--json", str(tmp_path / "r.json")], plugin_env
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["results"][0]["code"] == "FAKE001"
+    assert report["results"][0]["metrics"][0]["value"] == 1
+    assert out.returncode == 0
+
+
+def test_broken_and_colliding_plugins_are_reported_not_fatal(plugin_env, tmp_path):
+    listing = json.loads(run(["rules", "--json"], plugin_env).stdout)
+    errors = "\n".join(listing["plugin_errors"])
+    assert "broken on purpose" in errors
+    assert "TXT901" in errors and "belongs to dataaudit" in errors
+    assert "TXT901" not in [r["code"] for r in listing["rules"]]
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"text": "fine"}\n')
+    out = run(["audit", str(data), "--json", str(tmp_path / "r.json")], plugin_env)
+    assert out.returncode == 0
+    assert "plugin error" in out.stdout
+    assert len(json.loads((tmp_path / "r.json").read_text())["plugin_errors"]) == 2
+
+
+def test_plugin_passes_the_conformance_suite(plugin_env):
+    code = "from dataaudit.testing import check_rule; from dataaudit_fake_plugin import ShoutingText; check_rule(ShoutingText); print('ok')"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=plugin_env, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "ok", out.stderr
