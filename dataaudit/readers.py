@@ -144,6 +144,7 @@ def iter_jsonl(path: Path, batch_size: int, block_bytes: int = 8 << 20) -> Itera
                     continue
                 block, tail = data[: cut + 1], data[cut + 1 :]
             if block.strip():
+                _check_utf8(path, block, line_no)
                 table = None
                 try:
                     opts = pj.ParseOptions(
@@ -161,6 +162,18 @@ def iter_jsonl(path: Path, batch_size: int, block_bytes: int = 8 << 20) -> Itera
                 line_no += block.count(b"\n")
             if not chunk:
                 break
+
+
+def _check_utf8(path: Path, block: bytes, first_line: int) -> None:
+    """pyarrow's JSON parser lets invalid UTF-8 through into string columns; refuse it here."""
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + block.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x}). Re-encode the file as "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line."
+        ) from None
 
 
 def _jsonl_block_python(
@@ -235,7 +248,7 @@ def iter_csv(path: Path, batch_size: int, delimiter: str = ",") -> Iterator[pa.R
             path,
             read_options=pc.ReadOptions(block_size=4 << 20),
             parse_options=pc.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-            # strings stay strings: inferring ints from the first block breaks on later blocks
+            # types are inferred from the first block; a later block that disagrees is an error
             convert_options=pc.ConvertOptions(strings_can_be_null=False),
         )
         for rb in reader:
@@ -248,7 +261,7 @@ def iter_csv(path: Path, batch_size: int, delimiter: str = ",") -> Iterator[pa.R
 def file_batches(path: Path) -> BatchSource:
     fmt = file_format(path)
 
-    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
+    def batches(batch_size: int) -> Iterator[pa.RecordBatch]:
         if fmt == "jsonl":
             return iter_jsonl(path, batch_size)
         if fmt == "json":
@@ -256,6 +269,16 @@ def file_batches(path: Path) -> BatchSource:
         if fmt == "parquet":
             return iter_parquet(path, batch_size)
         return iter_csv(path, batch_size, "\t" if fmt == "tsv" else ",")
+
+    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from batches(batch_size)
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); re-encode it as UTF-8."
+            ) from None
+        except OSError as exc:  # permissions, a folder where a file was expected, I/O errors
+            raise InputError(f"{path}: cannot read the file ({exc.strerror or exc}).") from None
 
     return source
 

@@ -191,3 +191,17 @@ def test_mixed_types_are_kept_and_marked(tmp_path):
     report = audit(path, select=["FMT001"])
     assert report.metric("FMT001", "text:not_string_rows", "train") == 2
     assert path.read_text().count("\n") == 3  # nothing the user gave is changed
+
+
+def test_unreadable_file_is_an_input_error(tmp_path):
+    import os
+
+    path = write_jsonl(tmp_path / "train.jsonl", ROWS)
+    if os.geteuid() == 0:  # root reads anything: use a file that is not UTF-8 instead
+        path.write_bytes(b'{"text": "\xff\xfe bad bytes"}\n')
+        with pytest.raises(InputError, match="train.jsonl:1: not valid UTF-8"):
+            audit(path)
+        return
+    path.chmod(0)
+    with pytest.raises(InputError, match="cannot read"):
+        audit(path)
