@@ -31,16 +31,31 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+def _string_hashes(arr: pa.Array) -> np.ndarray:
+    """xxh3 of each string's UTF-8 bytes.
+
+    Same values as hashing ``str.encode("utf-8")`` of ``to_pylist()``, but the Arrow strings
+    (already UTF-8) are viewed as binary, so no Python str is decoded and re-encoded per row.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_string())  # string / string_view → one layout
+    binary = arr.view(pa.large_binary())  # zero-copy: same offsets and bytes
+    if arr.null_count:
+        binary = pc.fill_null(binary, pa.scalar(b"", pa.large_binary()))
+    values = binary.to_pylist()
+    out = np.fromiter(map(xxhash.xxh3_64_intdigest, values), dtype=np.uint64, count=len(values))
+    if arr.null_count:
+        out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = _NULL
+    return out
+
+
 def _cell_hashes(arr: pa.Array) -> np.ndarray:
     t = arr.type
     h = xxhash.xxh3_64_intdigest
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        values = arr.to_pylist()
-        return np.fromiter(
-            (_NULL if v is None else h(v.encode("utf-8", "surrogatepass")) for v in values),
-            dtype=np.uint64,
-            count=len(values),
-        )
+        return _string_hashes(arr)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return _cell_hashes(pc.cast(arr, pa.string()))
     values = arr.to_pylist()
