@@ -99,6 +99,11 @@ def audit(
             "reference": reference if reference is not None else cfg.reference,
         },
     )
+    if ctx.options["tokenizer"] is not None:
+        # load once per audit: a bad tokenizer is a usage error, not one error per rule
+        from .tokenizer import tokenizer_for
+
+        tokenizer_for(ctx)
     state = engine.start(built, ctx)
     known = [s.num_rows for s in corpus.splits.values()]
     total = (
@@ -106,6 +111,12 @@ def audit(
     )
     engine.scan(state, corpus.stream(cfg.batch_size), ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
+    if ctx.options["reference"] is not None:
+        # drift rules compare against the reference's sketches (see dataaudit/reference.py)
+        from .reference import build_reference
+
+        active = [run.rule for run in state.runs if run.active]
+        ctx.options["_reference"] = build_reference(ctx.options["reference"], active, cfg, ctx)
     engine.finish(state, ctx)
     return Report.build(
         state, ctx, cfg, plugin_errors=plugin_errors, seconds=time.perf_counter() - t0

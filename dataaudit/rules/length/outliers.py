@@ -1,0 +1,215 @@
+"""LEN002: rows extremely short or long for their split, by robust statistics of token length."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.histogram import LENGTH_EDGES, Histogram
+from ...tokenizer import tokenizer_for
+
+
+def _top(
+    lengths: np.ndarray, rows: np.ndarray, k: int, longest: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k most extreme (length, row) pairs, ties broken by row: a deterministic order."""
+    if lengths.size == 0:
+        return lengths, rows
+    order = np.lexsort((rows, -lengths if longest else lengths))[:k]
+    return lengths[order], rows[order]
+
+
+def robust_bounds(hist: Histogram, z: float) -> tuple[float, float, float, float]:
+    """Median and scaled MAD of log(1 + length) from a histogram, and the (low, high) bounds."""
+    counts = hist.counts
+    points = np.log1p(LENGTH_EDGES[:-1].astype(np.float64))
+    cum = np.cumsum(counts)
+    med = float(points[int(np.searchsorted(cum, cum[-1] / 2, side="left"))])
+    dev = np.abs(points - med)
+    order = np.argsort(dev, kind="stable")
+    cdev = np.cumsum(counts[order])
+    mad = float(dev[order][int(np.searchsorted(cdev, cdev[-1] / 2, side="left"))])
+    scale = max(1.4826 * mad, 0.1)
+    return med, scale, math.expm1(med - z * scale), math.expm1(med + z * scale)
+
+
+class LengthOutliers(Rule):
+    """Rows extremely short or extremely long compared with the rest of their split.
+
+    What it does:
+        Per split, builds a fixed-bin histogram of token lengths (whitespace words without a
+        tokenizer) and finds the median and the median absolute deviation (MAD) of
+        log(1 + length). Rows more than ``z`` scaled MADs above the median are long outliers (a
+        warning); non-empty rows more than ``z`` below are short outliers (a note). Thresholds
+        are snapped to the histogram's bin edges so counts are exact; examples are the most
+        extreme rows. Empty rows are left to TXT001.
+
+    Why it matters:
+        A handful of rows thousands of times longer than the rest is usually a parsing accident
+        (a whole file in one row); they dominate token budgets and get truncated. Rows of one or
+        two tokens are fragments that teach nothing. Log-scale robust statistics adapt to each
+        split, so a corpus of tweets and a corpus of books are both judged fairly.
+
+    Example:
+        In a split whose rows have a median of 60 tokens, three 4,000-token rows that hold a
+        whole documentation page each are reported with their row numbers.
+
+    Options:
+        z: how many scaled MADs of log-length from the median make an outlier (default 4.5).
+        min_rows: splits with fewer non-empty rows get no verdict (default 50).
+        max_flags: at most this many outlier rows per split and direction are flagged; the
+            count is always exact (default 1000).
+    """
+
+    code = "LEN002"
+    name = "length.outliers"
+    groups = ("default", "length")
+    severity = Severity.WARN
+    requires = ("text",)
+
+    def __init__(self, z: float = 4.5, min_rows: int = 50, max_flags: int = 1000):
+        self.z = z
+        self.min_rows = min_rows
+        self.max_flags = max_flags
+
+    def check_options(self) -> None:
+        if self.z <= 0:
+            raise ValueError(f"z={self.z} must be positive")
+        if self.min_rows < 1 or self.max_flags < 1:
+            raise ValueError("min_rows and max_flags must be at least 1")
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        tok = tokenizer_for(ctx)
+        return {
+            "tok": tok.key,
+            "unit": tok.unit,
+            "limit": (ctx.max_examples, ctx.example_chars),
+            "splits": {},
+        }
+
+    def _empty(self) -> dict[str, Any]:
+        e = np.zeros(0, np.int64)
+        return {"hist": Histogram(), "long": (e, e), "short": (e, e), "texts": {}}
+
+    def _keep(self, s: dict[str, Any], max_examples: int) -> None:
+        s["long"] = _top(*s["long"], self.max_flags, True)
+        s["short"] = _top(*s["short"], self.max_flags, False)
+        keep = set(s["long"][1][:max_examples].tolist()) | set(
+            s["short"][1][:max_examples].tolist()
+        )
+        s["texts"] = {r: t for r, t in s["texts"].items() if r in keep}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        max_examples, chars = state["limit"]
+        s = state["splits"].setdefault(batch.split, self._empty())
+        lengths = batch.feature("token_lengths", tokenizer=state["tok"])
+        idx = np.flatnonzero(lengths > 0)
+        if not idx.size:
+            return state
+        lens = lengths[idx]
+        rows = idx + batch.offset
+        s["hist"].add(lens)
+        for key, longest in (("long", True), ("short", False)):
+            top_l, top_r = _top(lens, rows, self.max_flags, longest)
+            s[key] = (np.concatenate([s[key][0], top_l]), np.concatenate([s[key][1], top_r]))
+        self._keep(s, max_examples)
+        need = [
+            r
+            for r in set(s["long"][1][:max_examples].tolist())
+            | set(s["short"][1][:max_examples].tolist())
+            if r not in s["texts"] and batch.offset <= r < batch.offset + batch.num_rows
+        ]
+        if need:
+            texts = batch.text
+            for r in need:
+                s["texts"][r] = texts[r - batch.offset].as_py()[: chars + 64]
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        max_examples = a["limit"][0]
+        out = {**a, "splits": {}}
+        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+            sa = a["splits"].get(name) or self._empty()
+            sb = b["splits"].get(name) or self._empty()
+            s = {
+                "hist": sa["hist"].merge(sb["hist"]),
+                "long": tuple(np.concatenate([x, y]) for x, y in zip(sa["long"], sb["long"])),
+                "short": tuple(np.concatenate([x, y]) for x, y in zip(sa["short"], sb["short"])),
+                "texts": {**sa["texts"], **sb["texts"]},
+            }
+            self._keep(s, max_examples)
+            out["splits"][name] = s
+        return out
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        unit = state["unit"]
+        result = RuleResult(
+            thresholds={"z": self.z, "min_rows": self.min_rows},
+            details={"unit": unit, "tokenizer": state["tok"], "splits": {}},
+        )
+        judged = 0
+        max_examples = ctx.max_examples
+        for split in sorted(state["splits"]):
+            s = state["splits"][split]
+            hist: Histogram = s["hist"]
+            if hist.n < self.min_rows:
+                result.details["splits"][split] = {
+                    "verdict": f"no verdict: {hist.n} non-empty rows < min_rows={self.min_rows}"
+                }
+                continue
+            judged += 1
+            med, scale, low, high = robust_bounds(hist, self.z)
+            # snap to bin edges: long = length >= edge_hi, short = length < edge_lo
+            hi_idx = int(np.searchsorted(LENGTH_EDGES, math.ceil(high), side="left"))
+            hi_idx = min(hi_idx, LENGTH_EDGES.size - 2)
+            lo_idx = int(np.searchsorted(LENGTH_EDGES, math.floor(low), side="right")) - 1
+            lo_idx = max(lo_idx, 1)
+            edge_hi, edge_lo = int(LENGTH_EDGES[hi_idx]), int(LENGTH_EDGES[lo_idx])
+            n_long = hist.count_at_least(hi_idx)
+            n_short = hist.count_below(lo_idx) if low >= 1 else 0
+            result.details["splits"][split] = {
+                "rows": hist.n,
+                "median": round(math.expm1(med), 3),
+                "mean": round(hist.mean, 3),
+                "max": hist.max,
+                "long_at_least": edge_hi,
+                "short_below": edge_lo if low >= 1 else None,
+            }
+            result.metric("median_length", math.expm1(med), split=split, unit=unit)
+            result.metric("long_outliers", n_long, Direction.LOWER, split=split)
+            result.metric("short_outliers", n_short, Direction.LOWER, split=split)
+            for kind, n, sev, cond in (
+                ("long", n_long, None, f"longer than {edge_hi - 1:,} {unit}"),
+                ("short", n_short, Severity.INFO, f"shorter than {edge_lo:,} {unit}"),
+            ):
+                if not n:
+                    continue
+                lens, rows = s[kind]
+                mask = lens >= edge_hi if kind == "long" else lens < edge_lo
+                rows_hit, lens_hit = rows[mask], lens[mask]
+                result.flags.extend(Flag(split, int(r), detail=kind) for r in rows_hit)
+                result.findings.append(
+                    Finding(
+                        message=(
+                            f"{split}: {n:,} rows are {cond} (median {math.expm1(med):,.0f} "
+                            f"{unit}; {self.z} MADs of log-length)"
+                        ),
+                        key=f"{split}|{kind}",
+                        severity=sev,
+                        count=n,
+                        split=split,
+                        examples=[
+                            ctx.example(split, int(r), s["texts"].get(int(r)), length=int(n_))
+                            for r, n_ in zip(rows_hit[:max_examples], lens_hit[:max_examples])
+                        ],
+                        data={"threshold": edge_hi if kind == "long" else edge_lo, "unit": unit},
+                    )
+                )
+        if not judged and state["splits"]:
+            result.skipped = f"every split has fewer than min_rows={self.min_rows} non-empty rows"
+        return result

@@ -1,0 +1,333 @@
+"""MIX001: the mixture of sources, in rows and tokens, per split and against a declared recipe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...context import AuditContext
+from ...errors import ConfigError
+from ...features import Batch
+from ...reference import comparison_plan, pair_label
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...sketches.histogram import DistinctCounter
+from ...stats import chi2_contingency
+from ...tokenizer import tokenizer_for
+
+NO_SOURCE = "(no source)"
+
+
+class MixtureProportions(Rule):
+    """Is the data mixture what you meant? Source shares per split, against a declared recipe.
+
+    What it does:
+        Per split and per value of the source column: rows, tokens (whitespace words without a
+        tokenizer), their shares, mean length, and the exact-duplicate rate inside the source
+        (from the shared normalized-text hash; exact up to 16,384 distinct rows per source, a
+        ~1% KMV estimate above). With a ``recipe`` it compares the shares of the checked splits
+        (train by default) with the declared ones: a share off by more than ``tolerance`` and a
+        recipe source missing from the data are errors, a source not in the recipe is a
+        warning. Between splits (eval vs train, and each split vs a reference) it tests whether
+        the source mix differs, by Cramér's V of the split × source row counts (an effect size),
+        gated by a chi² test at ``alpha``.
+
+    Why it matters:
+        Mixture weights are among the strongest levers on what a model learns; a silently
+        broken upsampling step or a missing shard changes them without any error. An eval split
+        with another source mix than train measures a different task.
+
+    Example:
+        ``recipe: {web: 0.6, code: 0.3, books: 0.1}`` with 0.75 of the tokens from web: MIX001
+        fails "train: web is 75.0% of tokens, recipe 60.0% (±5%)".
+
+    Options:
+        recipe: declared shares by source, summing to 1 (default none: shares are only reported).
+        tolerance: allowed absolute deviation of a share from the recipe (default 0.05).
+        share: compare the recipe with shares of "tokens" (default) or "rows".
+        splits: the splits checked against the recipe (default: the train split, or every split
+            when there is none).
+        min_v: Cramér's V between two splits' source mixes that counts as drift (default 0.1).
+        alpha: significance level of the chi² test gating the drift verdict (default 0.001).
+    """
+
+    code = "MIX001"
+    name = "mixture.proportions"
+    groups = ("default", "mixture", "drift")
+    severity = Severity.WARN
+    requires = ("source",)
+    reference_aware = True
+
+    def __init__(
+        self,
+        recipe: dict[str, float] | None = None,
+        tolerance: float = 0.05,
+        share: str = "tokens",
+        splits: list[str] | None = None,
+        min_v: float = 0.1,
+        alpha: float = 0.001,
+    ):
+        self.recipe = recipe
+        self.tolerance = tolerance
+        self.share = share
+        self.splits = splits
+        self.min_v = min_v
+        self.alpha = alpha
+
+    def check_options(self) -> None:
+        if self.share not in ("tokens", "rows"):
+            raise ValueError(f"share={self.share!r} must be 'tokens' or 'rows'")
+        if not 0 < self.tolerance < 1:
+            raise ValueError(f"tolerance={self.tolerance} must be in (0, 1)")
+        if self.recipe is not None:
+            if not isinstance(self.recipe, dict) or not self.recipe:
+                raise ValueError("recipe must be a mapping of source -> share, e.g. {web: 0.6}")
+            bad = {
+                k: v
+                for k, v in self.recipe.items()
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+            }
+            if bad:
+                raise ValueError(f"recipe shares must be non-negative numbers, got {bad}")
+            total = float(sum(self.recipe.values()))
+            if abs(total - 1.0) > 1e-3:
+                raise ValueError(
+                    f"recipe shares sum to {total:.4g}, not 1: "
+                    + ", ".join(f"{k}={v}" for k, v in self.recipe.items())
+                )
+
+    def skip_reason(self, ctx: AuditContext) -> str | None:
+        if self.recipe and not ctx.roles.has("source"):
+            return None  # start() raises: a recipe without a source column is a config error
+        return super().skip_reason(ctx)
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        if self.recipe and not ctx.roles.has("source"):
+            raise ConfigError(
+                "MIX001: a mixture recipe is configured but the dataset has no source column; "
+                "name it with source=COLUMN (--column source=COLUMN) or remove the recipe."
+            )
+        tok = tokenizer_for(ctx)
+        return {"tok": tok.key, "unit": tok.unit, "splits": {}, "kinds": {}}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        col = batch.role("source")
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        enc = pc.dictionary_encode(col)
+        names = [str(v) for v in enc.dictionary.to_pylist()]
+        codes = np.asarray(
+            pc.fill_null(enc.indices, len(names)).to_numpy(zero_copy_only=False), dtype=np.int64
+        )
+        names.append(NO_SOURCE)
+        lengths = batch.feature("token_lengths", tokenizer=state["tok"])
+        hashes = batch.feature("normalized_hash")
+        state["kinds"][batch.split] = batch.kind
+        split = state["splits"].setdefault(batch.split, {})
+        rows = np.bincount(codes, minlength=len(names))
+        toks = np.bincount(codes, weights=np.maximum(lengths, 0), minlength=len(names))
+        nonnull = np.bincount(codes, weights=(hashes != 0), minlength=len(names))
+        for i in np.flatnonzero(rows):
+            name = names[i]
+            s = split.get(name)
+            if s is None:
+                s = split[name] = {
+                    "rows": 0,
+                    "tokens": 0,
+                    "texts": 0,
+                    "distinct": DistinctCounter(),
+                }
+            s["rows"] += int(rows[i])
+            s["tokens"] += int(toks[i])
+            s["texts"] += int(nonnull[i])
+            h = hashes[(codes == i) & (hashes != 0)]
+            s["distinct"].add(h)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        splits: dict[str, Any] = {}
+        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+            sa, sb = a["splits"].get(name, {}), b["splits"].get(name, {})
+            merged = {}
+            for src in list(sa) + [s for s in sb if s not in sa]:
+                x, y = sa.get(src), sb.get(src)
+                if x is None or y is None:
+                    merged[src] = x or y
+                    continue
+                merged[src] = {
+                    "rows": x["rows"] + y["rows"],
+                    "tokens": x["tokens"] + y["tokens"],
+                    "texts": x["texts"] + y["texts"],
+                    "distinct": x["distinct"].merge(y["distinct"]),
+                }
+            splits[name] = merged
+        return {**a, "splits": splits, "kinds": {**a["kinds"], **b["kinds"]}}
+
+    def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "tokenizer": state["tok"],
+            "unit": state["unit"],
+            "kinds": dict(state["kinds"]),
+            "splits": {
+                name: {
+                    src: {"rows": s["rows"], "tokens": s["tokens"]}
+                    for src, s in sorted(srcs.items())
+                }
+                for name, srcs in sorted(state["splits"].items())
+            },
+        }
+
+    def _table(self, srcs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        total_rows = sum(s["rows"] for s in srcs.values())
+        total_tokens = sum(s["tokens"] for s in srcs.values())
+        out = {}
+        for src in sorted(srcs):
+            s = srcs[src]
+            row: dict[str, Any] = {
+                "rows": s["rows"],
+                "row_share": round(s["rows"] / total_rows, 6) if total_rows else 0.0,
+                "tokens": s["tokens"],
+                "token_share": round(s["tokens"] / total_tokens, 6) if total_tokens else 0.0,
+                "mean_length": round(s["tokens"] / s["rows"], 3) if s["rows"] else 0.0,
+            }
+            if "distinct" in s:
+                d: DistinctCounter = s["distinct"]
+                row["duplicate_rate"] = (
+                    round(max(0.0, 1 - d.estimate() / s["texts"]), 6) if s["texts"] else 0.0
+                )
+                row["duplicate_rate_exact"] = d.exact
+            out[src] = row
+        return out
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        unit = state["unit"]
+        result = RuleResult(
+            thresholds={
+                "recipe": self.recipe,
+                "tolerance": self.tolerance,
+                "share": self.share,
+                "min_v": self.min_v,
+                "alpha": self.alpha,
+            },
+            details={"unit": unit, "splits": {}, "comparisons": {}},
+        )
+        tables = {name: self._table(srcs) for name, srcs in sorted(state["splits"].items())}
+        result.details["splits"] = tables
+        for name, table in tables.items():
+            for src, row in table.items():
+                result.metric(f"row_share[{src}]", row["row_share"], split=name)
+                result.metric(f"token_share[{src}]", row["token_share"], split=name, unit=unit)
+        if self.recipe:
+            self._check_recipe(result, tables, ctx, unit)
+        present = {n: state["kinds"].get(n, "other") for n in state["splits"]}
+        pairs, ref, notes = comparison_plan(ctx, self.code, present)
+        for origin, base_name, split in pairs:
+            base = state["splits"][base_name] if origin == "train" else ref["splits"][base_name]
+            other = state["splits"][split]
+            label = pair_label(origin, base_name, split)
+            sources = sorted(set(base) | set(other))
+            table = np.array(
+                [
+                    [base.get(s, {}).get("rows", 0) for s in sources],
+                    [other.get(s, {}).get("rows", 0) for s in sources],
+                ]
+            )
+            stat, dof, p, v = chi2_contingency(table)
+            drift = bool(v >= self.min_v and p < self.alpha)
+            result.details["comparisons"][label] = {
+                "cramers_v": round(v, 6),
+                "chi2": round(stat, 6),
+                "dof": dof,
+                "pvalue": float(f"{p:.6g}"),
+                "drift": drift,
+            }
+            suffix = "" if origin == "train" else "_vs_reference"
+            result.metric(f"source_mix_v{suffix}", v, Direction.LOWER, split=split)
+            if drift:
+                bs, os_ = table[0] / table[0].sum(), table[1] / table[1].sum()
+                shares = ", ".join(
+                    f"{s} {a:.1%}→{b:.1%}"
+                    for s, a, b in sorted(zip(sources, bs, os_), key=lambda t: -abs(t[2] - t[1]))
+                )
+                result.findings.append(
+                    Finding(
+                        message=f"{label}: source mix differs (Cramér's V {v:.3f}): {shares}",
+                        key=f"drift|{origin}|{base_name}|{split}",
+                        split=split,
+                        data={
+                            "cramers_v": round(v, 6),
+                            "base": {s: round(float(x), 6) for s, x in zip(sources, bs)},
+                            "shares": {s: round(float(x), 6) for s, x in zip(sources, os_)},
+                        },
+                    )
+                )
+        result.details["notes"] = notes
+        result.details["sketch"] = self.sketch(state)
+        return result
+
+    def _check_recipe(
+        self, result: RuleResult, tables: dict[str, Any], ctx: AuditContext, unit: str
+    ) -> None:
+        recipe = {str(k): float(v) for k, v in self.recipe.items()}
+        if self.splits:
+            checked = [s for s in self.splits if s in tables]
+            missing = [s for s in self.splits if s not in tables]
+            for s in missing:
+                result.findings.append(
+                    Finding(
+                        message=f"recipe split {s!r} is not in the dataset",
+                        key=f"recipe|split|{s}",
+                        severity=Severity.ERROR,
+                    )
+                )
+        else:
+            train = ctx.train_split()
+            checked = [train] if train in tables else sorted(tables)
+        col = "token_share" if self.share == "tokens" else "row_share"
+        what = unit if self.share == "tokens" else "rows"
+        for split in checked:
+            table = tables[split]
+            for src in sorted(set(recipe) | set(table)):
+                want = recipe.get(src)
+                got = table.get(src, {}).get(col, 0.0)
+                data = {"source": src, "share": got, "recipe": want, "unit": what}
+                if want is None:
+                    result.findings.append(
+                        Finding(
+                            message=f"{split}: source {src!r} is not in the recipe "
+                            f"({got:.1%} of {what})",
+                            key=f"recipe|unexpected|{split}|{src}",
+                            severity=Severity.WARN,
+                            split=split,
+                            count=table[src]["rows"],
+                            data=data,
+                        )
+                    )
+                elif src not in table:
+                    if want > 0:
+                        result.findings.append(
+                            Finding(
+                                message=f"{split}: recipe source {src!r} ({want:.1%}) is missing",
+                                key=f"recipe|missing|{split}|{src}",
+                                severity=Severity.ERROR,
+                                split=split,
+                                count=0,
+                                data=data,
+                            )
+                        )
+                elif abs(got - want) > self.tolerance:
+                    result.findings.append(
+                        Finding(
+                            message=(
+                                f"{split}: {src!r} is {got:.1%} of {what}, recipe {want:.1%} "
+                                f"(±{self.tolerance:.1%})"
+                            ),
+                            key=f"recipe|off|{split}|{src}",
+                            severity=Severity.ERROR,
+                            split=split,
+                            count=table[src]["rows"],
+                            data=data,
+                        )
+                    )

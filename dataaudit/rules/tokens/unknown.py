@@ -1,0 +1,163 @@
+"""TOK002: unknown and byte-fallback tokens: text the tokenizer does not really cover."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...tokenizer import get_handle, tokenizer_for
+
+
+class UnknownTokens(Rule):
+    """The share of unknown (``[UNK]``) and byte-fallback (``<0x..>``) tokens per split.
+
+    What it does:
+        Looks up every token id of every row in a table of the tokenizer's unknown token and, for
+        byte-fallback tokenizers (SentencePiece style), its ``<0xNN>`` byte tokens. Reports the
+        rate per split (unknown tokens / all tokens) and the rows with the most such tokens, and
+        flags every row whose own rate exceeds ``max_row_rate``. Byte-level BPE tokenizers cannot
+        produce unknown tokens; the rule then reports 0 and says why. Without a tokenizer the
+        rule is skipped: the word fallback has no vocabulary.
+
+    Why it matters:
+        Unknown tokens erase information: the model sees the same ``[UNK]`` for every emoji, CJK
+        character or accented letter the vocabulary lacks. Byte fallback keeps the information but
+        spends 3–4 tokens per character, blowing up sequence lengths. A high rate means the data
+        and the tokenizer do not match (wrong language, wrong tokenizer, encoding damage).
+
+    Example:
+        A WordPiece tokenizer trained on English applied to a Greek split: 23% of its tokens are
+        ``[UNK]``; the worst rows are listed with their rates.
+
+    Options:
+        max_rate: a split whose rate exceeds this gets a warning (default 0.001).
+        max_row_rate: rows whose own rate exceeds this are flagged (default 0.1).
+    """
+
+    code = "TOK002"
+    name = "tokens.unknown"
+    groups = ("default", "tokens")
+    severity = Severity.WARN
+    requires = ("text",)
+
+    def __init__(self, max_rate: float = 0.001, max_row_rate: float = 0.1):
+        self.max_rate = max_rate
+        self.max_row_rate = max_row_rate
+
+    def check_options(self) -> None:
+        if not (0 <= self.max_rate <= 1 and 0 <= self.max_row_rate <= 1):
+            raise ValueError("max_rate and max_row_rate must be in [0, 1]")
+
+    def skip_reason(self, ctx: AuditContext) -> str | None:
+        reason = super().skip_reason(ctx)
+        if reason:
+            return reason
+        if ctx.options.get("tokenizer") is None:
+            return (
+                "needs a tokenizer (tokenizer= / --tokenizer): the word fallback has no vocabulary"
+            )
+        return None
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        tok = tokenizer_for(ctx)
+        return {"tok": tok.key, "limit": (ctx.max_examples, ctx.example_chars), "splits": {}}
+
+    @staticmethod
+    def _empty() -> dict[str, Any]:
+        return {"tokens": 0, "unknown": 0, "rows_with": 0, "flags": [], "worst": []}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        handle = get_handle(state["tok"])
+        s = state["splits"].setdefault(batch.split, self._empty())
+        toks = batch.feature("tokens", tokenizer=state["tok"])
+        lengths = np.maximum(toks.lengths, 0)
+        s["tokens"] += int(lengths.sum())
+        table = handle.unknown_table
+        if table is None or not table.any() or toks.ids.size == 0:
+            return state
+        ids = toks.ids.astype(np.int64)
+        hit = np.zeros(ids.size, dtype=bool)
+        inside = ids < table.size
+        hit[inside] = table[ids[inside]]
+        if not hit.any():
+            return state
+        per_row = np.bincount(toks.row_ids()[hit], minlength=lengths.size)
+        s["unknown"] += int(per_row.sum())
+        s["rows_with"] += int(np.count_nonzero(per_row))
+        rate = np.divide(per_row, lengths, out=np.zeros(lengths.size), where=lengths > 0)
+        flagged = np.flatnonzero(rate > self.max_row_rate)
+        s["flags"].extend((flagged + batch.offset).tolist())
+        max_examples, chars = state["limit"]
+        cand = np.flatnonzero(per_row)
+        cand = cand[np.lexsort((cand, -per_row[cand]))][:max_examples]
+        texts = batch.text
+        s["worst"].extend(
+            (
+                int(per_row[i]),
+                int(i + batch.offset),
+                float(rate[i]),
+                (texts[int(i)].as_py() or "")[: chars + 64],
+            )
+            for i in cand
+        )
+        s["worst"] = self._best(s["worst"], max_examples)
+        return state
+
+    @staticmethod
+    def _best(items: list[tuple], k: int) -> list[tuple]:
+        return sorted(items, key=lambda t: (-t[0], t[1]))[:k]
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        k = a["limit"][0]
+        out = {**a, "splits": {}}
+        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+            sa = a["splits"].get(name, self._empty())
+            sb = b["splits"].get(name, self._empty())
+            out["splits"][name] = {
+                "tokens": sa["tokens"] + sb["tokens"],
+                "unknown": sa["unknown"] + sb["unknown"],
+                "rows_with": sa["rows_with"] + sb["rows_with"],
+                "flags": sa["flags"] + sb["flags"],
+                "worst": self._best(sa["worst"] + sb["worst"], k),
+            }
+        return out
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        handle = get_handle(state["tok"])
+        result = RuleResult(
+            thresholds={"max_rate": self.max_rate, "max_row_rate": self.max_row_rate},
+            details={"tokenizer": state["tok"], "can_produce_unknown": handle.can_produce_unknown},
+        )
+        if not handle.can_produce_unknown:
+            result.details["note"] = (
+                "this tokenizer has no unknown or byte-fallback tokens (e.g. byte-level BPE): "
+                "every byte is representable, so the rate is 0 by construction"
+            )
+        for split in sorted(state["splits"]):
+            s = state["splits"][split]
+            rate = s["unknown"] / s["tokens"] if s["tokens"] else 0.0
+            result.metric("unknown_rate", rate, Direction.LOWER, split=split)
+            result.metric("rows_with_unknown", s["rows_with"], Direction.LOWER, split=split)
+            result.flags.extend(Flag(split, r, detail="unknown_tokens") for r in s["flags"])
+            if rate > self.max_rate:
+                result.findings.append(
+                    Finding(
+                        message=(
+                            f"{split}: {s['unknown']:,} of {s['tokens']:,} tokens ({rate:.3%}) are "
+                            f"unknown or byte-fallback, in {s['rows_with']:,} rows"
+                        ),
+                        key=f"{split}|unknown",
+                        count=s["rows_with"],
+                        split=split,
+                        examples=[
+                            ctx.example(split, r, t, unknown_tokens=n, rate=round(rr, 4))
+                            for n, r, rr, t in s["worst"]
+                        ],
+                        data={"rate": rate, "rows_flagged": len(s["flags"])},
+                    )
+                )
+        return result

@@ -1,0 +1,1 @@
+"""Small mergeable sketches: histograms and counts, MinHash signatures, LSH."""

@@ -1,0 +1,258 @@
+"""Loading the audit's tokenizer once, and a deterministic fallback when there is none.
+
+``audit(ds, tokenizer=...)`` accepts a path to ``tokenizer.json`` (or a folder holding one), a
+``tokenizers.Tokenizer``, any object with a ``backend_tokenizer`` (a transformers fast tokenizer,
+duck-typed: transformers is never imported), a Hugging Face Hub name, or None. None selects the
+built-in fallback: whitespace-separated words, and every report labels the unit ``"words"``.
+
+A resolved tokenizer is a :class:`TokenizerHandle`, kept in a module-level registry under a
+content key (a hash of the tokenizer's JSON). The key is what travels: rules store it in their
+state and ask ``batch.feature("tokens", tokenizer=key)``, so every rule shares one tokenization per
+batch and states stay plain data. Thread settings are explicit: the Rust thread pool size comes
+from ``RAYON_NUM_THREADS`` (set here to the CPU count unless the user set it) and truncation and
+padding are switched off on a private copy, so lengths are the full lengths.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = [
+    "WORDS_KEY",
+    "TokenizerError",
+    "TokenizerHandle",
+    "get_handle",
+    "resolve_tokenizer",
+    "tokenizer_for",
+]
+
+WORDS_KEY = "words"
+#: hash buckets of the word fallback's "vocabulary" (fixed memory for unigram counts)
+WORD_BUCKETS = 1 << 18
+_BYTE_FALLBACK_RE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
+
+
+class TokenizerError(ConfigError):
+    """The tokenizer given to the audit cannot be loaded."""
+
+
+class TokenizerHandle:
+    """A loaded tokenizer (or the word fallback) with what the rules need from it."""
+
+    def __init__(self, key: str, name: str, tokenizer: Any = None):
+        self.key = key
+        self.name = name
+        self.tokenizer = tokenizer
+        self.unit = "tokens" if tokenizer is not None else "words"
+        self._lock = threading.Lock()
+        self._word_names: dict[int, str] = {}
+        if tokenizer is None:
+            self.vocab_size = WORD_BUCKETS
+            self.unknown_table: np.ndarray | None = None
+        else:
+            self.vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
+            self.unknown_table = self._unknown_table(tokenizer)
+
+    @staticmethod
+    def _unknown_table(tok: Any) -> np.ndarray:
+        """Boolean table over ids: the unknown token and byte-fallback tokens (``<0x41>``)."""
+        table = np.zeros(int(tok.get_vocab_size(with_added_tokens=True)), dtype=bool)
+        unk = getattr(tok.model, "unk_token", None)
+        if unk:
+            uid = tok.token_to_id(unk)
+            if uid is not None and uid < table.size:
+                table[uid] = True
+        if getattr(tok.model, "byte_fallback", False):
+            for token, tid in tok.get_vocab(with_added_tokens=False).items():
+                if tid < table.size and _BYTE_FALLBACK_RE.match(token):
+                    table[tid] = True
+        return table
+
+    @property
+    def can_produce_unknown(self) -> bool:
+        return self.unknown_table is not None and bool(self.unknown_table.any())
+
+    def token_name(self, token_id: int) -> str:
+        if self.tokenizer is None:
+            return self._word_names.get(int(token_id), f"<word bucket {int(token_id)}>")
+        name = self.tokenizer.id_to_token(int(token_id))
+        return name if name is not None else f"<id {int(token_id)}>"
+
+    def encode(self, texts: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of all rows concatenated (uint32) and per-row lengths (int64; -1 = null).
+
+        ``texts`` is a pyarrow string array.
+        """
+        if self.tokenizer is None:
+            return self._encode_words(texts)
+        import itertools
+
+        values = texts.to_pylist()
+        nulls = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+        if nulls.any():
+            values = ["" if v is None else v for v in values]
+        encodings = self.tokenizer.encode_batch_fast(values, add_special_tokens=True)
+        lengths = np.fromiter((len(e) for e in encodings), np.int64, len(encodings))
+        total = int(lengths.sum())
+        ids = np.fromiter(itertools.chain.from_iterable(e.ids for e in encodings), np.uint32, total)
+        if nulls.any():
+            # a null row contributes no tokens (special tokens of the empty string are dropped)
+            keep = np.repeat(~nulls, lengths)
+            ids = ids[keep]
+            lengths[nulls] = -1
+        return ids, lengths
+
+    def _encode_words(self, texts: Any) -> tuple[np.ndarray, np.ndarray]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import xxhash
+
+        words = pc.utf8_split_whitespace(texts)
+        lengths = np.asarray(
+            pc.fill_null(pc.list_value_length(words), -1).to_numpy(zero_copy_only=False),
+            dtype=np.int64,
+        )
+        flat = pc.list_flatten(words)
+        if len(flat) == 0:
+            return np.zeros(0, np.uint32), lengths
+        enc = pc.dictionary_encode(flat)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        uniques = enc.dictionary.to_pylist()
+        h = xxhash.xxh3_64_intdigest
+        buckets = np.fromiter(
+            (h(w.encode("utf-8", "surrogatepass")) & (WORD_BUCKETS - 1) for w in uniques),
+            np.uint32,
+            len(uniques),
+        )
+        with self._lock:
+            names = self._word_names
+            for b, w in zip(buckets.tolist(), uniques):
+                if b not in names:
+                    names[b] = w
+        indices = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return buckets[indices], lengths
+
+
+_HANDLES: dict[str, TokenizerHandle] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def _set_threads() -> None:
+    # The Rust pool reads this once, at first parallel use; respect a value the user set.
+    os.environ.setdefault("RAYON_NUM_THREADS", str(os.cpu_count() or 1))
+
+
+def _from_tokenizer(tok: Any, name: str) -> TokenizerHandle:
+    import xxhash
+    from tokenizers import Tokenizer
+
+    blob = tok.to_str()
+    key = "tok-" + xxhash.xxh3_64_hexdigest(blob.encode())
+    with _HANDLES_LOCK:
+        handle = _HANDLES.get(key)
+        if handle is None:
+            copy = Tokenizer.from_str(blob)  # never change the caller's object
+            copy.no_truncation()
+            copy.no_padding()
+            handle = TokenizerHandle(key, name, copy)
+            _HANDLES[key] = handle
+    return handle
+
+
+def _words() -> TokenizerHandle:
+    with _HANDLES_LOCK:
+        handle = _HANDLES.get(WORDS_KEY)
+        if handle is None:
+            handle = TokenizerHandle(WORDS_KEY, "built-in whitespace words (no tokenizer given)")
+            _HANDLES[WORDS_KEY] = handle
+    return handle
+
+
+def resolve_tokenizer(spec: Any) -> TokenizerHandle:
+    """A handle for ``spec`` (see the module docstring); raises :class:`TokenizerError`."""
+    if spec is None:
+        return _words()
+    if isinstance(spec, TokenizerHandle):
+        with _HANDLES_LOCK:
+            _HANDLES.setdefault(spec.key, spec)
+        return spec
+    _set_threads()
+    from tokenizers import Tokenizer
+
+    if isinstance(spec, Tokenizer):
+        return _from_tokenizer(spec, "tokenizers.Tokenizer")
+    backend = getattr(spec, "backend_tokenizer", None)
+    if backend is not None:
+        if not isinstance(backend, Tokenizer):
+            raise TokenizerError(
+                f"tokenizer: {type(spec).__name__}.backend_tokenizer is not a "
+                "tokenizers.Tokenizer; pass a fast tokenizer or a tokenizer.json path."
+            )
+        return _from_tokenizer(backend, getattr(spec, "name_or_path", None) or type(spec).__name__)
+    if isinstance(spec, (str, os.PathLike)):
+        return _from_name(str(spec))
+    raise TokenizerError(
+        f"tokenizer={type(spec).__name__!r} is not supported: pass a path to tokenizer.json, a "
+        "tokenizers.Tokenizer, a transformers fast tokenizer, a Hugging Face Hub name, or None "
+        "(built-in word counts)."
+    )
+
+
+def _from_name(text: str) -> TokenizerHandle:
+    from tokenizers import Tokenizer
+
+    path = Path(text).expanduser()
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if path.is_file():
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise TokenizerError(
+                f"tokenizer: {path} is not a valid tokenizer.json ({exc}). Save one with "
+                "`tokenizer.save('tokenizer.json')` or `AutoTokenizer...save_pretrained(dir)`."
+            ) from None
+        return _from_tokenizer(tok, str(path))
+    looks_like_path = text.endswith(".json") or text.startswith((".", "/", "~")) or os.sep in text
+    if looks_like_path and text.count("/") != 1:
+        raise TokenizerError(f"tokenizer: {text} not found; pass the path to a tokenizer.json.")
+    try:
+        tok = Tokenizer.from_pretrained(text)
+    except Exception as exc:
+        raise TokenizerError(
+            f"tokenizer: could not load {text!r} from the Hugging Face Hub "
+            f"({type(exc).__name__}: {str(exc)[:200]}). If you are offline, pass a local file: "
+            f"download it elsewhere and pass tokenizer='path/to/tokenizer.json'."
+        ) from None
+    return _from_tokenizer(tok, text)
+
+
+def get_handle(key: str) -> TokenizerHandle:
+    handle = _HANDLES.get(key)
+    if handle is None:
+        if key == WORDS_KEY:
+            return _words()
+        raise TokenizerError(
+            f"tokenizer {key!r} is not loaded in this process; resolve it with "
+            "dataaudit.tokenizer.resolve_tokenizer() first."
+        )
+    return handle
+
+
+def tokenizer_for(ctx: Any) -> TokenizerHandle:
+    """The audit's tokenizer, resolved once and cached in ``ctx.options['_tokenizer']``."""
+    key = ctx.options.get("_tokenizer")
+    if key is not None and key in _HANDLES:
+        return _HANDLES[key]
+    handle = resolve_tokenizer(ctx.options.get("tokenizer"))
+    ctx.options["_tokenizer"] = handle.key
+    return handle
