@@ -87,9 +87,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         report.to_html(args.html)
     if args.flags:
         report.write_flags(args.flags)
+    if args.junit:
+        report.to_junit(args.junit)
     if not args.quiet:
         print(report.summary(color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
-        written = [p for p in (args.json, args.html, args.flags) if p]
+        written = [p for p in (args.json, args.html, args.flags, args.junit) if p]
         if written:
             print("wrote " + ", ".join(str(p) for p in written))
     return EXIT_OK if report.passed else EXIT_GATE
@@ -220,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write the JSON report")
     p.add_argument("--html", metavar="FILE", help="write the HTML report")
     p.add_argument("--flags", metavar="FILE", help="write row flags as Parquet")
+    p.add_argument(
+        "--junit", metavar="FILE", help="write JUnit XML (one test case per rule) for CI"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; use the exit code")
     p.set_defaults(func=cmd_audit)

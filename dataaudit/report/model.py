@@ -228,6 +228,14 @@ class Report:
             atomic_write_text(path, text)
         return text
 
+    def to_junit(self, path: str | Path | None = None) -> str:
+        from .junit import render_junit
+
+        text = render_junit(self.data)
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
     def summary(self, *, color: bool = False) -> str:
         from .text import render_summary
 

@@ -109,3 +109,14 @@ def test_summary_escapes_terminal_control_sequences(tmp_path, capsys):
     path.write_text(json.dumps({"text": "\x1b[2J\x1b]0;pwned\x07"}) + "\n")
     main(["audit", str(path), "--no-progress"])
     assert "\x1b[2J" not in capsys.readouterr().out
+
+
+def test_junit_output(data, tmp_path):
+    from xml.etree import ElementTree as ET
+
+    path = tmp_path / "junit.xml"
+    assert main(["audit", str(data), "--junit", str(path), "--fail-on", "warn", "-q"]) == 1
+    suite = ET.parse(path).getroot()
+    cases = {c.get("classname"): c for c in suite.iter("testcase")}
+    assert cases["dataaudit.TXT001"].find("failure") is not None
+    assert int(suite.get("failures")) >= 1 and int(suite.get("tests")) == len(cases)
