@@ -1,0 +1,266 @@
+"""Engine overhead: dataaudit's one-pass scan with the cheap rules vs a bare polars scan.
+
+Data: short real English texts, the sentences of the Python 3.11 documentation sources that Debian
+ships (``apt-get install -y python3.11-doc`` → /usr/share/doc/python3.11/html/_sources/*.rst.txt;
+falls back to the man pages' plain text in /usr/share/man if that package is missing). The
+sentences are cycled to reach ``--rows`` rows and written once, cached under bench/data/
+(gitignored), as ``texts_<rows>.parquet`` and ``texts_<rows>.jsonl`` with one column ``text``.
+
+Each measurement runs in a fresh Python subprocess so its peak RSS is its own (the child reads
+its VmHWM from /proc/self/status: on Linux ``ru_maxrss`` of a child, from ``os.wait4`` or
+``RUSAGE_CHILDREN``, inherits the parent's high-water mark across fork+exec); the time is measured inside the child around the work only (imports
+excluded, reported separately):
+
+  polars      ``pl.scan_parquet(path).select("text").collect()`` / ``pl.scan_ndjson(...)``
+  dataaudit   ``dataaudit.audit(path, select=["TXT001", "TXT002", "TXT003", "FMT001"],
+              progress=False)``: "cold" is the first call in a fresh process (what a CLI run
+              pays: rule registry, pyarrow's lazy pandas import...), "warm" runs after a one-row
+              warm-up audit (the steady-state cost of the scan itself)
+
+Then the engine runs again on a ``--small-rows`` (100k) file, to show that its peak RSS is
+bounded by the batch size rather than the dataset size.
+
+    python bench/bench_engine.py                  # 1M rows, best of --repeat 1
+    python bench/bench_engine.py --rows 200000 --repeat 3
+    python bench/bench_engine.py --profile        # + cProfile of the engine on the Parquet file
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+CHEAP_RULES = ["TXT001", "TXT002", "TXT003", "FMT001"]
+DOC_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_MARKUP = re.compile(
+    r":[a-z:]+:`([^`<]*?)(?:\s*<[^>]*>)?`|``([^`]*)``|`([^`<]*?)(?:\s*<[^>]*>)?`_*"
+)
+
+
+# -- data -------------------------------------------------------------------------------------
+def _rst_sentences(path: Path) -> list[str]:
+    out = []
+    paragraph: list[str] = []
+    for line in [*path.read_text(encoding="utf-8", errors="replace").splitlines(), ""]:
+        stripped = line.strip()
+        bullet = bool(paragraph) and paragraph[0].startswith("\x00")
+        if stripped.startswith(("* ", "- ")) and not line.startswith(" "):
+            if paragraph:
+                out += _sentences(paragraph)
+            paragraph, stripped, line = ["\x00"], stripped[2:], stripped[2:]
+            bullet = True
+        # prose paragraphs only: not indented (code, directive bodies), not markup lines;
+        # a bullet item continues on indented lines
+        indented = line.startswith((" ", "\t")) and not (bullet and line.startswith("  "))
+        if stripped and not indented and not stripped.startswith(("..", "|", "+", ">>>")):
+            if re.fullmatch(r"([=\-~^*#+\"'`:.])\1+", stripped):
+                paragraph = []  # a title underline: the previous line was a title
+                continue
+            paragraph.append(stripped)
+            continue
+        if paragraph:
+            out += _sentences(paragraph)
+        paragraph = []
+    return out
+
+
+def _sentences(paragraph: list[str]) -> list[str]:
+    text = " ".join(p for p in paragraph if p != "\x00")
+    text = _MARKUP.sub(lambda m: next(g for g in m.groups() if g is not None), text)
+    text = text.replace("**", "").replace("\\", "")
+    return [s for s in _SENTENCE_END.split(text) if 20 <= len(s) <= 400 and " " in s]
+
+
+def _man_sentences(limit_files: int = 3000) -> list[str]:
+    out = []
+    files = sorted(Path("/usr/share/man/man1").glob("*.gz"))[:limit_files]
+    for f in files:
+        try:
+            raw = gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in raw.splitlines():
+            if line.startswith(".") or len(line) < 20:
+                continue
+            line = re.sub(r"\\f[BIRP]|\\-|\\\(..|\\&", "", line).strip()
+            if 20 <= len(line) <= 400:
+                out.append(line)
+    return out
+
+
+def real_sentences() -> list[str]:
+    if DOC_SOURCES.is_dir():
+        sentences = []
+        for path in sorted(DOC_SOURCES.rglob("*.rst.txt")):
+            sentences += _rst_sentences(path)
+        source = str(DOC_SOURCES)
+    else:
+        sentences = _man_sentences()
+        source = "/usr/share/man/man1"
+    if len(sentences) < 1000:
+        sys.exit("not enough real text found: install it with `apt-get install -y python3.11-doc`")
+    print(f"# {len(sentences):,} sentences from {source}", file=sys.stderr)
+    return sentences
+
+
+def dataset(rows: int) -> tuple[Path, Path]:
+    """bench/data/texts_<rows>.{parquet,jsonl}, generated once."""
+    DATA.mkdir(parents=True, exist_ok=True)
+    pq_path, jl_path = DATA / f"texts_{rows}.parquet", DATA / f"texts_{rows}.jsonl"
+    if pq_path.exists() and jl_path.exists():
+        return pq_path, jl_path
+    import polars as pl
+
+    sentences = real_sentences()
+    texts = [sentences[i % len(sentences)] for i in range(rows)]
+    frame = pl.DataFrame({"text": texts}, schema={"text": pl.String})
+    for path, write in ((pq_path, frame.write_parquet), (jl_path, frame.write_ndjson)):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        write(tmp)
+        os.replace(tmp, path)
+    print(f"# wrote {pq_path.name} and {jl_path.name} ({rows:,} rows)", file=sys.stderr)
+    return pq_path, jl_path
+
+
+# -- one measurement, in a child process -------------------------------------------------------
+def _child(kind: str, path: str, batch_size: int | None) -> None:
+    t0 = time.perf_counter()
+    if kind.startswith("polars"):
+        import polars as pl
+
+        t1 = time.perf_counter()
+        scan = pl.scan_parquet if path.endswith(".parquet") else pl.scan_ndjson
+        frame = (
+            scan(path)
+            .select("text")
+            .collect(engine="streaming" if kind.endswith("streaming") else "auto")
+        )
+        rows = frame.height
+    else:
+        import dataaudit
+        from dataaudit import api  # noqa: F401  (import the engine before the clock starts)
+
+        if kind.endswith("warm"):
+            # pay the one-time costs first (rule registry, pyarrow's lazy pandas import, regex
+            # compilation) so the clock sees the steady-state scan
+            dataaudit.audit([{"text": "warm up"}], select=CHEAP_RULES, progress=False)
+        t1 = time.perf_counter()
+        report = dataaudit.audit(path, select=CHEAP_RULES, progress=False, batch_size=batch_size)
+        rows = sum(s["rows"] for s in report.data["dataset"]["splits"].values())
+    t2 = time.perf_counter()
+    result = {"rows": rows, "seconds": t2 - t1, "import_seconds": t1 - t0, "rss_mb": _peak_rss_mb()}
+    print(json.dumps(result))
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS. Linux keeps the parent's high-water mark across fork+exec in
+    ru_maxrss, so the child reads VmHWM (its own address space) when /proc has it."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(kind: str, path: Path, batch_size: int | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--child", kind, str(path)]
+    if batch_size:
+        cmd += ["--batch-size", str(batch_size)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env={**os.environ, "PYTHONHASHSEED": "0"})
+    out = proc.stdout.read()
+    _, status, _usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"measurement {kind} on {path} failed (exit {proc.returncode})")
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def best(kind: str, path: Path, repeat: int, batch_size: int | None = None) -> dict:
+    runs = [measure(kind, path, batch_size) for _ in range(repeat)]
+    return min(runs, key=lambda r: r["seconds"]) | {"rss_mb": max(r["rss_mb"] for r in runs)}
+
+
+# -- main ----------------------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--small-rows", type=int, default=100_000, help="for the memory check")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N (fresh process each)")
+    ap.add_argument("--batch-size", type=int, default=None, help="engine batch size")
+    ap.add_argument("--profile", action="store_true", help="cProfile the engine (Parquet)")
+    ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child[0], args.child[1], args.batch_size)
+        return
+
+    pq_path, jl_path = dataset(args.rows)
+    small_pq, small_jl = dataset(args.small_rows)
+    print(
+        f"rows={args.rows:,}  rules={','.join(CHEAP_RULES)}  repeat={args.repeat}  "
+        f"python={sys.version.split()[0]}  cpus={os.cpu_count()}"
+    )
+    header = (
+        f"{'input':<8} {'reader':<26} {'seconds':>8} {'rows/s':>12} {'peak RSS':>10} {'ratio':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, path in (("parquet", pq_path), ("jsonl", jl_path)):
+        bare = best("polars", path, args.repeat)
+        cold = best("dataaudit", path, args.repeat, args.batch_size)
+        warm = best("dataaudit-warm", path, args.repeat, args.batch_size)
+        fn = "scan_parquet" if label == "parquet" else "scan_ndjson"
+        for name, r in (
+            (f"polars.{fn}", bare),
+            ("dataaudit.audit (cold)", cold),
+            ("dataaudit.audit (warm)", warm),
+        ):
+            ratio = r["seconds"] / bare["seconds"]
+            print(
+                f"{label:<8} {name:<26} {r['seconds']:>8.2f} {r['rows'] / r['seconds']:>12,.0f} "
+                f"{r['rss_mb']:>8.0f}MB {ratio:>6.2f}x"
+            )
+    print()
+    print("engine peak RSS vs dataset size (memory should follow the batch size, not the rows):")
+    for label, small, big in (("parquet", small_pq, pq_path), ("jsonl", small_jl, jl_path)):
+        s = measure("dataaudit", small, args.batch_size)
+        b = measure("dataaudit", big, args.batch_size)
+        print(
+            f"  {label:<8} {s['rows']:>10,} rows: {s['rss_mb']:>6.0f}MB   "
+            f"{b['rows']:>10,} rows: {b['rss_mb']:>6.0f}MB"
+        )
+    if args.profile:
+        profile(pq_path, args.batch_size)
+
+
+def profile(path: Path, batch_size: int | None) -> None:
+    import cProfile
+    import pstats
+
+    import dataaudit
+
+    dataaudit.audit([{"text": "warm up"}], select=CHEAP_RULES, progress=False)
+    prof = cProfile.Profile()
+    prof.enable()
+    dataaudit.audit(path, select=CHEAP_RULES, progress=False, batch_size=batch_size)
+    prof.disable()
+    print(f"\ncProfile of a warm dataaudit.audit({path.name}), by own time:")
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
