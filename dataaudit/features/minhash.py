@@ -1,0 +1,91 @@
+"""Shingles, MinHash signatures and n-gram hashes: shared per-batch features.
+
+Computed once per batch from the normalized text (``batch.normalized``: NFKC, casefold,
+whitespace collapsed) and reused by every rule that asks with the same parameters: DUP002,
+LEAK001, LEAK002, LBL001 (conflicting labels among near duplicates) and the mixture rules.
+
+- ``batch.feature("minhash", num_perm=128, ngram=5, unit="word", seed=1)``: ``np.uint32`` array of
+  shape (rows, num_perm). Rows without any shingle (null, empty, whitespace) are all
+  :data:`dataaudit.sketches.minhash.SENTINEL` (``0xFFFFFFFF``); find them with
+  :func:`dataaudit.sketches.minhash.empty_rows`; :func:`dataaudit.sketches.lsh.near_duplicate_clusters`
+  never groups them. ``unit``: ``"word"``, ``"char"`` or ``"auto"`` (character shingles for rows
+  written mostly in a script without spaces, e.g. Chinese, Japanese, Thai; words otherwise).
+  A row with fewer than ``ngram`` tokens gets one shingle of all its tokens.
+- ``batch.feature("shingle_sets", ngram=5, unit="word", seed=1)``: each row's 32-bit shingle
+  hashes (CSR), for exact Jaccard verification (:func:`dataaudit.sketches.minhash.pair_jaccard`).
+- ``batch.feature("shingle_unit", ngram=5, unit="word", seed=1)``: uint8 per row, 0 = no shingle,
+  1 = word shingles, 2 = character shingles.
+- ``batch.feature("ngram_hashes", ngram=13)``: contamination n-grams: ``ngram`` consecutive words
+  of the normalized text with punctuation and symbols removed, as 64-bit hashes (rows with fewer
+  words have none). Returns :class:`dataaudit.sketches.minhash.Shingles`.
+- ``batch.feature("text_snippet", chars=264)``: the text view cut to ``chars`` characters (for
+  report examples, so rules keep a bounded copy of each row instead of the whole text).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..sketches.minhash import (
+    Shingles,
+    ShingleSets,
+    minhash_signatures,
+    shingle,
+    shingle_auto,
+    shingle_sets,
+)
+from .base import Batch, register_feature
+
+PUNCT = r"[\p{P}\p{S}]+"
+
+
+def words_only(arr: pa.Array) -> pa.Array:
+    """Normalized text with punctuation and symbols removed (contamination n-gram words)."""
+    return pc.replace_substring_regex(arr, PUNCT, "")
+
+
+@register_feature("_shingles")
+def _shingles_feature(
+    batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
+) -> tuple[Shingles, np.ndarray]:
+    text = batch.normalized
+    if unit == "auto":
+        return shingle_auto(text, ngram, seed)
+    sh = shingle(text, ngram, unit, seed)
+    code = 1 if unit == "word" else 2
+    return sh, np.where(sh.tokens > 0, code, 0).astype(np.uint8)
+
+
+@register_feature("minhash")
+def minhash_feature(
+    batch: Batch, num_perm: int = 128, ngram: int = 5, unit: str = "word", seed: int = 1
+) -> np.ndarray:
+    sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
+    return minhash_signatures(sh, num_perm, seed)
+
+
+@register_feature("shingle_sets")
+def shingle_sets_feature(
+    batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
+) -> ShingleSets:
+    sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
+    return shingle_sets(sh)
+
+
+@register_feature("shingle_unit")
+def shingle_unit_feature(
+    batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
+) -> np.ndarray:
+    return batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)[1]
+
+
+@register_feature("ngram_hashes")
+def ngram_hashes_feature(batch: Batch, ngram: int = 13) -> Shingles:
+    return shingle(words_only(batch.normalized), ngram, "word", seed=13, short="none")
+
+
+@register_feature("text_snippet")
+def text_snippet_feature(batch: Batch, chars: int = 264) -> pa.Array:
+    return pc.utf8_slice_codeunits(batch.text, 0, chars)

@@ -1,0 +1,266 @@
+"""LSH banding over MinHash signatures, candidate verification and clusters (numpy, no loops
+over documents or pairs).
+
+Banding splits each signature into ``bands`` bands of ``rows`` values; two documents become a
+candidate pair when any band is identical. For Jaccard ``s`` that happens with probability
+``1 - (1 - s**rows)**bands`` (the S-curve, :func:`s_curve`).
+
+Candidates are generated without a quadratic step: within one band bucket (documents sorted by
+row index), each member is paired with the bucket's first member and with its predecessor, so a
+bucket of ``m`` documents yields at most ``2m`` edges whatever ``m`` is. Rows whose whole signature
+is identical are collapsed first (one representative), so 50k identical rows cost one row of LSH.
+Verified edges are joined into connected components; a cluster's id is its smallest row index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .minhash import SENTINEL, empty_rows, jaccard_estimate, mix64
+
+__all__ = [
+    "candidate_pairs",
+    "choose_bands",
+    "components",
+    "cross_candidates",
+    "near_duplicate_clusters",
+    "near_duplicate_pairs",
+    "s_curve",
+    "signature_keys",
+]
+
+U64 = np.uint64
+_Q = U64(0x9E3779B97F4A7C15)
+
+Verify = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def s_curve(s: float | np.ndarray, bands: int, rows: int) -> float | np.ndarray:
+    """Probability that a pair with Jaccard ``s`` shares at least one band."""
+    return 1.0 - (1.0 - np.asarray(s, float) ** rows) ** bands
+
+
+def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.98) -> tuple[int, int]:
+    """Pick ``(bands, rows)`` so a pair at Jaccard == ``threshold`` is a candidate with
+    probability >= ``target_recall``, with the fewest false candidates among such choices.
+
+    For each ``rows`` r, ``bands = num_perm // r``; among the r that reach the target recall at the
+    threshold, the largest r (steepest curve, fewest low-similarity candidates to verify) wins; if
+    none does, the r with the highest recall. Unlike datasketch's default (which balances false
+    positive and negative *areas* and puts the 50% point near 0.84 for threshold 0.8 / 128 perms),
+    this guarantees recall at the threshold; verification removes the extra candidates.
+    Example: threshold 0.8, 128 perms -> (18, 7): 98.6% of pairs at exactly 0.8 are candidates.
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold={threshold}: must be in (0, 1]")
+    if num_perm < 1:
+        raise ValueError(f"num_perm={num_perm}: must be >= 1")
+    best: tuple[float, int, int] | None = None
+    for r in range(1, num_perm + 1):
+        b = num_perm // r
+        p = float(s_curve(threshold, b, r))
+        if p >= target_recall:
+            best = (2.0, b, r)  # larger r meeting the target replaces smaller r
+        elif best is None or (best[0] <= 1.0 and p > best[0]):
+            best = (p, b, r)
+    assert best is not None
+    return best[1], best[2]
+
+
+def signature_keys(signatures: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """A 64-bit hash of columns ``start:stop`` of each signature row."""
+    sig = signatures[:, start:stop]
+    key = np.full(len(sig), U64(((start + 1) * int(_Q)) & 0xFFFFFFFFFFFFFFFF), U64)
+    for c in range(sig.shape[1]):
+        key = (key ^ sig[:, c].astype(U64)) * _Q
+        key ^= key >> U64(29)
+    return mix64(key)
+
+
+def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (first, member) and (previous, member) within equal-key buckets."""
+    order = np.lexsort((rows, keys))
+    k = keys[order]
+    r = rows[order]
+    same = k[1:] == k[:-1]
+    if not same.any():
+        e = np.empty(0, np.int64)
+        return e, e
+    new = np.concatenate([[True], ~same])
+    first = r[np.maximum.accumulate(np.where(new, np.arange(len(r)), 0))]
+    member = np.flatnonzero(~new)
+    a = np.concatenate([first[member], r[member - 1]])
+    b = np.concatenate([r[member], r[member]])
+    return a, b
+
+
+def _unique_edges(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    key = np.unique((lo[keep].astype(U64) << U64(32)) | hi[keep].astype(U64))
+    return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
+
+
+def candidate_pairs(
+    signatures: np.ndarray, bands: int, rows: int, subset: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct candidate pairs (i < j) of rows sharing a band; linear in the bucket sizes."""
+    n = len(signatures)
+    idx = np.arange(n, dtype=np.int64) if subset is None else np.asarray(subset, np.int64)
+    if len(idx) < 2:
+        e = np.empty(0, np.int64)
+        return e, e
+    sig = signatures[idx]
+    parts_a, parts_b = [], []
+    for band in range(bands):
+        keys = signature_keys(sig, band * rows, (band + 1) * rows)
+        a, b = _band_edges(keys, idx)
+        parts_a.append(a)
+        parts_b.append(b)
+    return _unique_edges(np.concatenate(parts_a), np.concatenate(parts_b))
+
+
+def cross_candidates(
+    signatures: np.ndarray,
+    is_a: np.ndarray,
+    bands: int,
+    rows: int,
+    *,
+    max_per_bucket: int = 10,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct pairs (a-row, b-row) sharing a band, between rows with ``is_a`` and the others.
+
+    Each b-row is paired with at most ``max_per_bucket`` a-rows (the smallest row indices) per
+    band bucket, so a huge bucket stays linear.
+    """
+    n = len(signatures)
+    is_a = np.asarray(is_a, bool)
+    valid = ~empty_rows(signatures)
+    pa_, pb_ = [], []
+    if n == 0 or not (is_a & valid).any() or not (~is_a & valid).any():
+        e = np.empty(0, np.int64)
+        return e, e
+    idx = np.flatnonzero(valid)
+    sig = signatures[idx]
+    side = (~is_a[idx]).astype(np.int64)  # a first within a bucket
+    for band in range(bands):
+        keys = signature_keys(sig, band * rows, (band + 1) * rows)
+        order = np.lexsort((idx, side, keys))
+        k, s, r = keys[order], side[order], idx[order]
+        new = np.concatenate([[True], k[1:] != k[:-1]])
+        bucket = np.cumsum(new) - 1
+        start = np.flatnonzero(new)
+        n_a = np.bincount(bucket, weights=(s == 0), minlength=len(start)).astype(np.int64)
+        bpos = np.flatnonzero((s == 1) & (n_a[bucket] > 0))
+        if not len(bpos):
+            continue
+        take = np.minimum(n_a[bucket[bpos]], max_per_bucket)
+        member = np.repeat(bpos, take)
+        first = np.repeat(start[bucket[bpos]], take)
+        offs = np.arange(int(take.sum()), dtype=np.int64) - np.repeat(np.cumsum(take) - take, take)
+        pa_.append(r[first + offs])
+        pb_.append(r[member])
+    if not pa_:
+        e = np.empty(0, np.int64)
+        return e, e
+    key = np.unique((np.concatenate(pa_).astype(U64) << U64(32)) | np.concatenate(pb_).astype(U64))
+    return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
+
+
+def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Connected components of edges; label = smallest row of the component, -1 if alone."""
+    labels = np.full(n, -1, np.int64)
+    if n == 0 or not len(a):
+        return labels
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    g = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
+    ncomp, comp = connected_components(g, directed=False)
+    smallest = np.full(ncomp, n, np.int64)
+    np.minimum.at(smallest, comp, np.arange(n, dtype=np.int64))
+    size = np.bincount(comp, minlength=ncomp)
+    return np.where(size[comp] > 1, smallest[comp], -1)
+
+
+def _verify(
+    signatures: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float, verify: Verify | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accepted mask, similarity) of candidate edges."""
+    if not len(a):
+        return np.zeros(0, bool), np.zeros(0)
+    if verify is None:
+        sim = np.asarray(jaccard_estimate(signatures[a], signatures[b]), float)
+        return sim >= threshold, sim
+    out = np.asarray(verify(a, b))
+    if out.dtype == bool:
+        return out, out.astype(float)
+    return out >= threshold, out.astype(float)
+
+
+def near_duplicate_pairs(
+    signatures: np.ndarray,
+    threshold: float,
+    *,
+    bands: int | None = None,
+    rows: int | None = None,
+    verify: Verify | None = None,
+    target_recall: float = 0.98,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Cluster labels plus the verified edges ``(i, j, similarity)`` that built them.
+
+    Rows with identical signatures are joined by edges to their group's first row with
+    similarity 1.0 (no verification: all ``num_perm`` values agree, which for 128 values happens
+    with probability < 0.9**128 ~ 1e-6 to pairs below Jaccard 0.9).
+    """
+    signatures = np.asarray(signatures)
+    n, k = signatures.shape if signatures.ndim == 2 else (len(signatures), 0)
+    if bands is None and rows is None:
+        bands, rows = choose_bands(threshold, k, target_recall)
+    elif rows is None:
+        rows = k // bands
+    elif bands is None:
+        bands = k // rows
+    if bands * rows > k:
+        raise ValueError(f"bands*rows = {bands}*{rows} > num_perm {k}")
+    valid = np.flatnonzero(~empty_rows(signatures)) if n else np.empty(0, np.int64)
+    # 1) collapse identical signatures
+    full = signature_keys(signatures[valid]) if len(valid) else np.empty(0, U64)
+    ea, eb = _band_edges(full, valid)
+    same_b = np.unique(eb)  # non-first members of identical-signature groups
+    ea = ea[: len(ea) // 2]  # the (first, member) half
+    eb = eb[: len(eb) // 2]
+    reps = np.setdiff1d(valid, same_b, assume_unique=True)
+    # 2) LSH on the representatives, 3) verification
+    ca, cb = candidate_pairs(signatures, bands, rows, subset=reps)
+    ok, sim = _verify(signatures, ca, cb, threshold, verify)
+    a = np.concatenate([ea, ca[ok]])
+    b = np.concatenate([eb, cb[ok]])
+    s = np.concatenate([np.ones(len(ea)), sim[ok]])
+    labels = components(n, a, b)
+    return labels, a, b, s
+
+
+def near_duplicate_clusters(
+    signatures: np.ndarray,
+    threshold: float,
+    *,
+    bands: int | None = None,
+    rows: int | None = None,
+    verify: Verify | None = None,
+) -> np.ndarray:
+    """Cluster label per row (int64; -1 = no near duplicate, or no shingles).
+
+    ``signatures``: (rows, num_perm) MinHash values from the ``minhash`` feature; rows that are
+    all :data:`~dataaudit.sketches.minhash.SENTINEL` (no shingles) are never grouped.
+    ``bands``/``rows``: LSH banding; default :func:`choose_bands` (recall >= 0.98 at the
+    threshold). ``verify(i, j)``: vectorized check of candidate pairs (arrays of row indices),
+    returning a bool array (accepted) or similarities (accepted when >= threshold); default: the
+    signature Jaccard estimate. Deterministic: a cluster's id is its smallest member row.
+    """
+    return near_duplicate_pairs(signatures, threshold, bands=bands, rows=rows, verify=verify)[0]
+
+
+_ = SENTINEL  # re-exported for callers that check sentinel rows

@@ -1,0 +1,324 @@
+"""Vectorized shingling and MinHash signatures over Arrow string arrays (numpy only).
+
+Everything here works on a whole batch at once; there is no per-document or per-shingle Python
+loop.
+
+Tokens
+    ``unit="word"``: the space-separated words of the (already normalized) text.
+    ``unit="char"``: every non-space character (code point), for scripts without spaces.
+    Splitting and token hashing run in polars (Rust, no Python per token); the 64-bit token
+    hashes are mixed (splitmix64) and combined into shingles with numpy.
+
+Shingles
+    ``ngram`` consecutive tokens of one document, combined into a 64-bit hash seeded by ``seed``.
+    A document with at least one token but fewer than ``ngram`` gets ONE shingle made of all its
+    tokens (``short="whole"``, used for near-duplicates, so short identical texts still match), or
+    none (``short="none"``, used for n-gram contamination). A document with no token (empty, null
+    or whitespace) has no shingle.
+
+MinHash
+    One-permutation hashing with optimal densification (Li, Owen & Zhang 2012; Shrivastava 2017):
+    each shingle hash is hashed once; its top 32 bits pick one of ``num_perm`` bins, its low 32 bits
+    are the value; a bin keeps its minimum. Empty bins borrow the value of a bin chosen by a fixed,
+    seeded probe sequence (the same for every document), with a cyclic "next non-empty bin" fallback
+    after 32 probes. ``P(sig_a[k] == sig_b[k]) = Jaccard(a, b)`` as for ``num_perm`` independent
+    permutations, but the cost is O(shingles) instead of O(shingles * num_perm).
+    Signatures are ``uint32`` of shape (rows, num_perm); a row with no shingle is all
+    :data:`SENTINEL` (see :func:`empty_rows`), which LSH never groups.
+
+Exact sets
+    :func:`shingle_sets` keeps each document's sorted, de-duplicated 32-bit shingle hashes (CSR:
+    offsets + values, ~4 bytes per shingle), and :func:`pair_jaccard` computes the exact Jaccard of
+    many pairs at once; this is the verification step of near-duplicate detection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "SENTINEL",
+    "ShingleSets",
+    "Shingles",
+    "empty_rows",
+    "jaccard_estimate",
+    "minhash_signatures",
+    "pair_jaccard",
+    "shingle",
+    "shingle_sets",
+]
+
+SENTINEL = np.uint32(0xFFFFFFFF)  #: every bin of a row without shingles
+U64 = np.uint64
+_Q = U64(0x9E3779B97F4A7C15)  # multiplier combining token hashes into a shingle hash
+_PROBES = 32
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer (a bijection on uint64), vectorized; returns a new array."""
+    return _mix64_inplace(np.array(x, dtype=U64))
+
+
+def _mix64_inplace(x: np.ndarray) -> np.ndarray:
+    x ^= x >> U64(30)
+    x *= U64(0xBF58476D1CE4E5B9)
+    x ^= x >> U64(27)
+    x *= U64(0x94D049BB133111EB)
+    x ^= x >> U64(31)
+    return x
+
+
+def _tokens(arr: pa.Array, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(row, 64-bit hash) of every token, in order: polars splits and hashes in Rust."""
+    import polars as pl
+
+    if unit not in ("word", "char"):
+        raise ValueError(f"unit={unit!r}: use 'word' or 'char'")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    s = pl.Series("t", arr.cast(pa.large_string()))
+    sep, drop = (" ", "") if unit == "word" else ("", " ")
+    df = pl.DataFrame({"t": s.str.split(sep)}).with_row_index("r").explode("t")
+    df = df.filter(pl.col("t").is_not_null() & (pl.col("t") != drop))
+    rows = df["r"].to_numpy().astype(np.int64)
+    # polars' string hash is deterministic for a given seed within one polars version
+    hashes = mix64(df["t"].hash(seed=0x5EED).to_numpy())
+    return rows, hashes
+
+
+@dataclass
+class Shingles:
+    """Shingle hashes of a batch: ``row[i]`` is the row of ``hashes[i]``; ``unit`` per row."""
+
+    num_rows: int
+    row: np.ndarray  # int64
+    hashes: np.ndarray  # uint64
+    tokens: np.ndarray  # int64 tokens per row
+
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.row, minlength=self.num_rows)
+
+
+def shingle(
+    arr: pa.Array, ngram: int = 5, unit: str = "word", seed: int = 1, short: str = "whole"
+) -> Shingles:
+    """Hash every ``ngram``-token shingle of every row of an (already normalized) string array."""
+    if ngram < 1:
+        raise ValueError(f"ngram={ngram}: must be >= 1")
+    nrows = len(arr)
+    tok_row, th = _tokens(arr, unit)
+    ntok = np.bincount(tok_row, minlength=nrows).astype(np.int64)
+    first = np.zeros(nrows, np.int64)
+    if nrows > 1:
+        np.cumsum(ntok[:-1], out=first[1:])
+    if short == "whole":
+        nsh = np.where(ntok > 0, np.maximum(ntok - ngram + 1, 1), 0)
+    elif short == "none":
+        nsh = np.maximum(ntok - ngram + 1, 0)
+    else:
+        raise ValueError(f"short={short!r}: use 'whole' or 'none'")
+    total = int(nsh.sum())
+    row = np.repeat(np.arange(nrows, dtype=np.int64), nsh)
+    sh_first = np.zeros(nrows, np.int64)
+    if nrows > 1:
+        np.cumsum(nsh[:-1], out=sh_first[1:])
+    start = np.repeat(first - sh_first, nsh) + np.arange(total, dtype=np.int64)
+    # full-length shingles: combine shifted views of the token hashes (no gathers in the loop)
+    t = len(th)
+    padded = np.concatenate([th, np.zeros(ngram, U64)])
+    full = padded[: t + 1].copy()
+    for k in range(1, ngram):
+        full *= _Q
+        full += padded[k : t + 1 + k]
+    acc = full[start]
+    short_rows = np.flatnonzero((ntok > 0) & (ntok < ngram)) if short == "whole" else []
+    if len(short_rows):  # one shingle of all tokens, zero-padded to ngram
+        pos = sh_first[short_rows]
+        sacc = np.zeros(len(short_rows), U64)
+        for k in range(ngram):
+            tok = np.where(k < ntok[short_rows], padded[first[short_rows] + k], U64(0))
+            sacc = sacc * _Q + tok
+        acc[pos] = sacc
+    seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
+    acc ^= seed_mix
+    hashes = _mix64_inplace(acc)
+    return Shingles(nrows, row, hashes, ntok)
+
+
+def _probe_table(num_perm: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, num_perm, 0x0D5])
+    return rng.integers(0, num_perm, size=(_PROBES, num_perm), dtype=np.int64)
+
+
+def minhash_signatures(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.ndarray:
+    """One-permutation MinHash with optimal densification: uint32 array (rows, num_perm)."""
+    if num_perm < 1:
+        raise ValueError(f"num_perm={num_perm}: must be >= 1")
+    n, k = sh.num_rows, num_perm
+    sig = np.full(n * k, SENTINEL, np.uint32)
+    if len(sh.hashes):
+        h = sh.hashes  # already mixed
+        bins = ((h >> U64(32)) * U64(k)) >> U64(32)
+        vals = np.minimum(h & U64(0xFFFFFFFF), U64(0xFFFFFFFE)).astype(np.uint32)
+        np.minimum.at(sig, sh.row * k + bins.astype(np.int64), vals)
+    sig = sig.reshape(n, k)
+    filled = sig != SENTINEL
+    nonempty_rows = filled.any(axis=1)
+    todo_r, todo_c = np.nonzero(~filled & nonempty_rows[:, None])
+    if len(todo_r):
+        orig = sig.copy()
+        table = _probe_table(k, seed)
+        for t in range(_PROBES):
+            src = table[t, todo_c]
+            ok = filled[todo_r, src]
+            sig[todo_r[ok], todo_c[ok]] = orig[todo_r[ok], src[ok]]
+            todo_r, todo_c = todo_r[~ok], todo_c[~ok]
+            if not len(todo_r):
+                break
+        if len(todo_r):  # fallback: next originally non-empty bin to the right, cyclically
+            rows_u, inv = np.unique(todo_r, return_inverse=True)
+            f = filled[rows_u]
+            pos = np.where(f, np.arange(k), 2 * k)
+            doubled = np.concatenate([pos, pos + k * f], axis=1)  # second copy: wrapped index
+            doubled = np.where(np.concatenate([f, f], axis=1), doubled, 4 * k)
+            nxt = np.minimum.accumulate(doubled[:, ::-1], axis=1)[:, ::-1]
+            src = nxt[inv, todo_c] % k
+            sig[todo_r, todo_c] = orig[todo_r, src]
+    return sig
+
+
+def empty_rows(signatures: np.ndarray) -> np.ndarray:
+    """Rows without any shingle (all bins are :data:`SENTINEL`)."""
+    return (signatures == SENTINEL).all(axis=1)
+
+
+def jaccard_estimate(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
+    """Fraction of agreeing bins (rows of two signature arrays, or two signatures)."""
+    same = (sig_a == sig_b) & (sig_a != SENTINEL)
+    return same.mean(axis=-1)
+
+
+@dataclass
+class ShingleSets:
+    """Per row, its sorted distinct 32-bit shingle hashes (CSR)."""
+
+    offsets: np.ndarray  # int64, len rows + 1
+    values: np.ndarray  # uint32
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def row(self, i: int) -> np.ndarray:
+        return self.values[self.offsets[i] : self.offsets[i + 1]]
+
+    @staticmethod
+    def concat(parts: list[ShingleSets]) -> ShingleSets:
+        if not parts:
+            return ShingleSets(np.zeros(1, np.int64), np.empty(0, np.uint32))
+        sizes = np.concatenate([p.sizes() for p in parts])
+        offsets = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return ShingleSets(offsets, np.concatenate([p.values for p in parts]))
+
+
+def shingle_sets(sh: Shingles) -> ShingleSets:
+    """Each row's 32-bit shingle hashes (CSR, ~4 bytes per shingle; repeats kept, no sorting:
+    :func:`pair_jaccard` de-duplicates only the rows it compares)."""
+    offsets = np.zeros(sh.num_rows + 1, np.int64)
+    np.cumsum(np.bincount(sh.row, minlength=sh.num_rows), out=offsets[1:])
+    return ShingleSets(offsets, (sh.hashes >> U64(32)).astype(np.uint32))
+
+
+def pair_jaccard(
+    sets: ShingleSets, i: np.ndarray, j: np.ndarray, *, chunk_elems: int = 1 << 23
+) -> np.ndarray:
+    """Exact Jaccard of the shingle sets of rows ``i[k]`` and ``j[k]`` for all k (vectorized).
+
+    Pairs are processed in chunks of about ``chunk_elems`` set elements to bound memory.
+    Two empty sets have Jaccard 0 (nothing to compare).
+    """
+    i = np.asarray(i, np.int64)
+    j = np.asarray(j, np.int64)
+    out = np.zeros(len(i), np.float64)
+    if not len(i):
+        return out
+    sizes = sets.sizes()
+    cum = np.cumsum(sizes[i] + sizes[j])
+    lo = 0
+    while lo < len(i):
+        hi = int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + chunk_elems, side="right"))
+        hi = max(hi, lo + 1)
+        npairs = hi - lo
+        ka, na = _distinct_keys(sets, i[lo:hi])
+        kb, nb = _distinct_keys(sets, j[lo:hi])
+        keys = np.concatenate([ka, kb])
+        keys.sort()
+        dup = keys[1:] == keys[:-1]
+        inter = np.bincount((keys[1:][dup] >> U64(32)).astype(np.int64), minlength=npairs)
+        union = na + nb - inter
+        out[lo:hi] = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        lo = hi
+    return out
+
+
+def _distinct_keys(sets: ShingleSets, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct (position-in-rows << 32 | value) keys, and the distinct count per row."""
+    sizes = sets.sizes()[rows]
+    total = int(sizes.sum())
+    owner = np.repeat(np.arange(len(rows), dtype=U64), sizes)
+    first = np.zeros(len(rows), np.int64)
+    if len(rows) > 1:
+        np.cumsum(sizes[:-1], out=first[1:])
+    idx = np.repeat(sets.offsets[rows] - first, sizes) + np.arange(total, dtype=np.int64)
+    keys = (owner << U64(32)) | sets.values[idx].astype(U64)
+    keys.sort()
+    if len(keys):
+        keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
+    count = np.bincount((keys >> U64(32)).astype(np.int64), minlength=len(rows))
+    return keys, count
+
+
+def cjk_rows(arr: pa.Array) -> np.ndarray:
+    """Rows written mostly (>= 30% of characters) in a script without spaces between words."""
+    n = len(arr)
+    if n == 0 or pc.all(pc.fill_null(pc.string_is_ascii(arr), True)).as_py():
+        return np.zeros(n, bool)
+    count = pc.count_substring_regex(
+        arr, r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+    )
+    count = np.asarray(pc.fill_null(count, 0).to_numpy(zero_copy_only=False), np.int64)
+    length = np.asarray(
+        pc.fill_null(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False), np.int64
+    )
+    return (count > 0) & (count * 10 >= length * 3)
+
+
+def shingle_auto(arr: pa.Array, ngram: int = 5, seed: int = 1) -> tuple[Shingles, np.ndarray]:
+    """Word shingles, but character shingles for rows in scripts without spaces.
+
+    Returns the shingles and the unit per row (0 no shingle, 1 word, 2 char). The choice is made
+    per row from the row's own text, so it does not depend on batching.
+    """
+    cjk = cjk_rows(arr)
+    words = shingle(arr, ngram, "word", seed)
+    if not cjk.any():
+        unit = np.where(words.tokens > 0, 1, 0).astype(np.uint8)
+        return words, unit
+    idx = np.flatnonzero(cjk)
+    chars = shingle(arr.take(pa.array(idx)), ngram, "char", seed)
+    keep = ~cjk[words.row]
+    row = np.concatenate([words.row[keep], idx[chars.row]])
+    hashes = np.concatenate([words.hashes[keep], chars.hashes])
+    order = np.argsort(row, kind="stable")
+    tokens = words.tokens.copy()
+    tokens[idx] = chars.tokens
+    out = Shingles(words.num_rows, row[order], hashes[order], tokens)
+    unit = np.where(tokens > 0, np.where(cjk, 2, 1), 0).astype(np.uint8)
+    return out, unit
