@@ -95,7 +95,9 @@ def _scan_reference(
     except DataAuditError as exc:
         raise InputError(f"reference: {exc}") from None
     options = {k: v for k, v in ctx.options.items() if k != _KEY}
-    options["reference"] = None  # the reference has no reference of its own
+    # the reference has no reference of its own; the marker only tells the drift rules'
+    # skip_reason that this scan exists to be compared against
+    options["reference"] = "<the reference itself>"
     rctx = AuditContext(
         splits={n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()},
         roles=corpus.roles,

@@ -115,12 +115,19 @@ class TokenizerHandle:
         import pyarrow.compute as pc
         import xxhash
 
-        words = pc.utf8_split_whitespace(texts)
+        trimmed = pc.utf8_trim_whitespace(texts)
+        words = pc.utf8_split_whitespace(trimmed)
         lengths = np.asarray(
             pc.fill_null(pc.list_value_length(words), -1).to_numpy(zero_copy_only=False),
             dtype=np.int64,
         )
         flat = pc.list_flatten(words)
+        empty = np.asarray(
+            pc.fill_null(pc.equal(trimmed, ""), False).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        if empty.any():  # "" splits into one empty word
+            lengths[empty] = 0
+            flat = flat.filter(pc.not_equal(flat, ""))
         if len(flat) == 0:
             return np.zeros(0, np.uint32), lengths
         enc = pc.dictionary_encode(flat)

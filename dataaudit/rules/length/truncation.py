@@ -67,11 +67,12 @@ class Truncation(Rule):
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
-        has_prompt = ctx.roles.has("messages") or ctx.roles.has("response")
+        roles = ctx.roles
+        has_prompt = not roles.text and bool(roles.messages or (roles.prompt and roles.response))
         return {
             "tok": tok.key,
             "unit": tok.unit,
-            "prompt": bool(has_prompt and not ctx.roles.has("text")),
+            "prompt": has_prompt,
             "limit": (ctx.max_examples, ctx.example_chars),
             "splits": {},
         }

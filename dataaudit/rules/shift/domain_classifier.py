@@ -154,7 +154,10 @@ class DomainShift(Rule):
                 )
         result.details["notes"] = notes
         if not judged:
-            result.skipped = "; ".join(notes) or "nothing to compare: no eval split or reference"
+            result.skipped = "; ".join(notes) or (
+                "nothing to compare: needs a train split and a validation/test split, or a "
+                "reference (reference=)"
+            )
         return result
 
     def _classify(self, base: list[str], other: list[str], seed: int) -> dict[str, Any] | None:

@@ -91,14 +91,6 @@ class TokenDrift(Rule):
         if self.min_count < 1 or self.min_rows < 4 or self.top_tokens < 0:
             raise ValueError("min_count >= 1, min_rows >= 4, top_tokens >= 0")
 
-    def skip_reason(self, ctx: AuditContext) -> str | None:
-        reason = super().skip_reason(ctx)
-        if reason:
-            return reason
-        if not ctx.eval_splits() and ctx.options.get("reference") is None:
-            return "needs a train split and a validation/test split, or a reference (reference=)"
-        return None
-
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
         return {
@@ -260,7 +252,10 @@ class TokenDrift(Rule):
         result.details["notes"] = notes
         result.details["sketch"] = self.sketch(state)
         if not judged:
-            result.skipped = "; ".join(notes) or "nothing to compare: no eval split or reference"
+            result.skipped = "; ".join(notes) or (
+                "nothing to compare: needs a train split and a validation/test split, or a "
+                "reference (reference=)"
+            )
         return result
 
     def _evidence(self, c: dict[str, Any], handle: Any) -> dict[str, Any]:

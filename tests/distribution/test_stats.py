@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dataaudit.sketches.histogram import CountVector, DistinctCounter, Histogram
+from dataaudit.stats import (
+    auc_confidence_interval,
+    chi2_contingency,
+    chi2_sf,
+    js_divergence,
+    ks_binned,
+    psi,
+    quantile_groups,
+)
+
+
+def test_js_divergence_bounds():
+    a = np.array([5, 5, 0, 0])
+    assert js_divergence(a, a * 3) == pytest.approx(0.0)
+    assert js_divergence(a, np.array([0, 0, 5, 5])) == pytest.approx(1.0)
+    assert 0 < js_divergence(a, np.array([5, 4, 1, 0])) < 0.1
+
+
+def test_psi_and_ks_on_shifted_histograms():
+    rng = np.random.default_rng(0)
+    h1 = Histogram().add(rng.integers(10, 100, 5000))
+    h2 = Histogram().add(rng.integers(10, 100, 5000))
+    h3 = Histogram().add(rng.integers(50, 140, 5000))
+    d_same, p_same = ks_binned(h1.counts, h2.counts)
+    d_shift, p_shift = ks_binned(h1.counts, h3.counts)
+    assert d_same < 0.05 and p_same > 0.001
+    assert d_shift > 0.4 and p_shift < 1e-10
+    g = quantile_groups(h1.counts, 10)
+    e = np.bincount(g, weights=h1.counts)
+    assert psi(e, np.bincount(g, weights=h2.counts)) < 0.05
+    assert psi(e, np.bincount(g, weights=h3.counts)) > 1
+
+
+def test_chi2_sf_matches_known_values():
+    assert chi2_sf(3.841458820694124, 1) == pytest.approx(0.05, rel=1e-9)
+    assert chi2_sf(18.307038053275146, 10) == pytest.approx(0.05, rel=1e-9)
+    stat, dof, p, v = chi2_contingency(np.array([[50, 50], [50, 50]]))
+    assert stat == 0 and dof == 1 and p == 1 and v == 0
+    _, _, p, v = chi2_contingency(np.array([[90, 10], [10, 90]]))
+    assert p < 1e-20 and v == pytest.approx(0.8)
+
+
+def test_auc_interval_contains_and_narrows():
+    lo1, hi1 = auc_confidence_interval(0.7, 100, 100)
+    lo2, hi2 = auc_confidence_interval(0.7, 10000, 10000)
+    assert lo1 < lo2 < 0.7 < hi2 < hi1
+
+
+def test_histogram_merge_is_exact_and_roundtrips():
+    rng = np.random.default_rng(1)
+    values = rng.integers(0, 10**7, 3000)
+    whole = Histogram().add(values)
+    parts = Histogram().add(values[:1000]).merge(Histogram().add(values[1000:]))
+    assert whole == parts
+    assert Histogram.from_dict(whole.to_dict()) == whole
+    assert whole.n == 3000 and whole.total == int(values.sum()) and whole.max == values.max()
+    med = whole.quantile(0.5)
+    assert abs(med - np.median(values)) / np.median(values) < 0.04
+    small = Histogram().add(np.arange(101))
+    assert small.quantile(0.5) == 50
+
+
+def test_count_vector_and_distinct_counter():
+    cv = CountVector(4).add(np.array([0, 1, 1, 6]))  # grows for ids beyond its size
+    assert cv.counts.tolist() == [1, 2, 0, 0, 0, 0, 1]
+    assert CountVector.from_dict(cv.to_dict()) == cv
+    d = DistinctCounter(k=64).add(np.array([1, 2, 2, 3], dtype=np.uint64))
+    assert d.exact and d.estimate() == 3
+    rng = np.random.default_rng(2)
+    big = DistinctCounter(k=4096).add(
+        rng.integers(1, 2**64 - 1, 50_000, dtype=np.uint64, endpoint=True)
+    )
+    assert not big.exact and math.isclose(big.estimate(), 50_000, rel_tol=0.06)
