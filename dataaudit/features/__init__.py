@@ -16,5 +16,6 @@ from .base import register_lazy_feature as _lazy  # noqa: E402
 _lazy("label", "dataaudit.features.labels")
 _lazy("tokens", "dataaudit.features.tokens")
 _lazy("token_lengths", "dataaudit.features.tokens")
-for _name in ("minhash", "shingle_sets", "shingle_unit", "_shingles", "ngram_hashes", "text_snippet"):
+for _name in ("minhash", "shingle_sets", "shingle_unit", "_shingles", "ngram_hashes",
+              "text_snippet", "no_space_script"):  # fmt: skip
     _lazy(_name, "dataaudit.features.minhash")

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from ..sketches.minhash import (
     Shingles,
     ShingleSets,
+    cjk_rows,
     minhash_signatures,
     shingle,
     shingle_auto,
@@ -46,12 +47,24 @@ def words_only(arr: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(arr, PUNCT, "")
 
 
+def _no_spaces(batch: Batch) -> np.ndarray:
+    return batch.feature("no_space_script")
+
+
+@register_feature("no_space_script")
+def no_space_script_feature(batch: Batch) -> np.ndarray:
+    """Rows written mostly in a script without spaces between words (CJK, Thai, ...)."""
+    return cjk_rows(batch.normalized)
+
+
 @register_feature("_shingles")
 def _shingles_feature(
     batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> tuple[Shingles, np.ndarray]:
     text = batch.normalized
     if unit == "auto":
+        if not _no_spaces(batch).any():
+            return batch.feature("_shingles", ngram=ngram, unit="word", seed=seed)
         return shingle_auto(text, ngram, seed)
     sh = shingle(text, ngram, unit, seed)
     code = 1 if unit == "word" else 2
@@ -62,6 +75,8 @@ def _shingles_feature(
 def minhash_feature(
     batch: Batch, num_perm: int = 128, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> np.ndarray:
+    if unit == "auto" and not _no_spaces(batch).any():  # share the word signatures
+        return batch.feature("minhash", num_perm=num_perm, ngram=ngram, unit="word", seed=seed)
     sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
     return minhash_signatures(sh, num_perm, seed)
 
@@ -70,6 +85,8 @@ def minhash_feature(
 def shingle_sets_feature(
     batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> ShingleSets:
+    if unit == "auto" and not _no_spaces(batch).any():
+        return batch.feature("shingle_sets", ngram=ngram, unit="word", seed=seed)
     sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
     return shingle_sets(sh)
 

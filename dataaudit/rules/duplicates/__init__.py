@@ -1,0 +1,1 @@
+"""Duplicate rules: exact (DUP001) and near duplicates (DUP002)."""

@@ -1,0 +1,104 @@
+"""State helpers shared by the duplicate and leakage rules.
+
+Per split, a rule keeps lists of per-batch arrays (row ids, hashes, signatures, snippets, ...)
+that merge by concatenation (b's rows after a's) and are grouped once in ``finish``. The arrays
+are the shared feature arrays themselves, so several rules holding them cost memory once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...features import Batch
+
+SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
+
+
+def new_split() -> dict[str, list[Any]]:
+    return {}
+
+
+def append(state: dict[str, Any], split: str, **columns: Any) -> None:
+    sp = state["splits"].setdefault(split, {})
+    for name, value in columns.items():
+        sp.setdefault(name, []).append(value)
+
+
+def merge_splits(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Concatenate per-split column lists; everything else is taken from ``a``."""
+    out = {k: v for k, v in a.items() if k != "splits"}
+    splits: dict[str, Any] = {}
+    for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+        sa, sb = a["splits"].get(name, {}), b["splits"].get(name, {})
+        splits[name] = {k: sa.get(k, []) + sb.get(k, []) for k in list(sa) + list(sb)}
+    out["splits"] = splits
+    return out
+
+
+def cat(parts: list[np.ndarray], dtype: Any, width: int | None = None) -> np.ndarray:
+    if not parts:
+        return np.empty((0, width) if width else 0, dtype)
+    return np.concatenate(parts)
+
+
+def cat_text(parts: list[pa.Array]) -> pa.ChunkedArray:
+    return (
+        pa.chunked_array(parts, pa.large_string())
+        if parts
+        else pa.chunked_array([], pa.large_string())
+    )
+
+
+def texts(parts: list[pa.Array], idx: np.ndarray) -> list[str | None]:
+    if not len(idx):
+        return []
+    return cat_text(parts).take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+
+
+def snippet(batch: Batch, chars: int) -> pa.Array:
+    return batch.feature("text_snippet", chars=chars + SNIPPET_EXTRA)
+
+
+def nonempty_hash(batch: Batch) -> np.ndarray:
+    """normalized_hash with 0 for null, empty and whitespace-only rows (never duplicates)."""
+    h = np.asarray(batch.feature("normalized_hash"))
+    blank = pc.fill_null(pc.equal(pc.binary_length(batch.normalized), 0), True)
+    blank = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
+    return np.where(blank, np.uint64(0), h)
+
+
+def source_values(batch: Batch) -> pa.Array | None:
+    col = batch.role("source")
+    if col is None:
+        return None
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return pc.fill_null(col.cast(pa.large_string()), "(none)")
+
+
+def key_hex(h: int) -> str:
+    return f"{int(h):016x}"
+
+
+def per_source(
+    sources: list[pa.Array], removable: np.ndarray, n: int
+) -> dict[str, dict[str, float | int]]:
+    """{source: {rows, duplicate_rows, duplicate_rate}} with ``removable`` a bool mask."""
+    if not sources or n == 0:
+        return {}
+    src = np.asarray(cat_text(sources).to_numpy(zero_copy_only=False), dtype=object)
+    names, inv = np.unique(src.astype(str), return_inverse=True)
+    rows = np.bincount(inv, minlength=len(names))
+    dups = np.bincount(inv, weights=removable, minlength=len(names)).astype(np.int64)
+    return {
+        str(name): {
+            "rows": int(r),
+            "duplicate_rows": int(d),
+            "duplicate_rate": float(d / r) if r else 0.0,
+        }
+        for name, r, d in zip(names, rows, dups)
+    }

@@ -1,0 +1,168 @@
+"""DUP001: exact duplicates within a split, after normalization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ._common import append, cat, key_hex, merge_splits, nonempty_hash, per_source, snippet, texts
+
+
+class ExactDuplicates(Rule):
+    """Rows whose text is identical after normalization, within one split.
+
+    What it does:
+        Groups the rows of each split by the hash (xxh3-64) of their normalized text: Unicode
+        NFKC, casefolded, whitespace runs collapsed to one space and trimmed (the shared
+        ``normalized`` feature). Null, empty and whitespace-only rows are never duplicates of each
+        other (TXT001 reports them). It reports the duplicate rate (rows you can remove keeping
+        one per group), the number of groups, the largest groups with examples, and the rate per
+        source when a source column exists. Every row of a group is flagged with the group id
+        (its smallest row) and ``kept`` (the first row) or ``duplicate``.
+
+    Why it matters:
+        Duplicates silently multiply the weight of their text in training and waste compute;
+        large groups usually come from a broken crawl, join or upsampling step.
+
+    Example:
+        ``"Hello  World"`` and ``"hello world"`` are one group of two rows: one removable row.
+
+    Options:
+        max_findings: the largest groups reported as separate findings per split (default 20);
+            the rest are summed up in one info finding.
+    """
+
+    code = "DUP001"
+    name = "duplicates.exact"
+    groups = ("default", "duplicates")
+    severity = Severity.WARN
+    requires = ("text",)
+
+    def __init__(self, max_findings: int = 20):
+        self.max_findings = max_findings
+
+    def check_options(self) -> None:
+        if int(self.max_findings) < 0:
+            raise ValueError(f"max_findings={self.max_findings}: must be >= 0")
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        return {"chars": ctx.example_chars, "splits": {}}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        cols = {
+            "rows": batch.row_ids,
+            "hash": nonempty_hash(batch),
+            "snip": snippet(batch, state["chars"]),
+        }
+        src = batch.role("source")
+        if src is not None:
+            from ._common import source_values
+
+            cols["source"] = source_values(batch)
+        append(state, batch.split, **cols)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        return merge_splits(a, b)
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        result = RuleResult(thresholds={"max_findings": self.max_findings})
+        details: dict[str, Any] = {}
+        for split in sorted(state["splits"]):
+            sp = state["splits"][split]
+            rows = cat(sp.get("rows", []), np.int64)
+            h = cat(sp.get("hash", []), np.uint64)
+            n = len(rows)
+            order = np.lexsort((rows, h))
+            hs, rs = h[order], rows[order]
+            valid = hs != 0
+            new = np.concatenate([[True], hs[1:] != hs[:-1]]) if n else np.zeros(0, bool)
+            gid = np.cumsum(new) - 1
+            size = np.bincount(gid, minlength=int(gid[-1]) + 1 if n else 0)
+            in_group = valid & (size[gid] > 1) if n else np.zeros(0, bool)
+            removable_sorted = in_group & ~new
+            removable = np.zeros(n, bool)
+            removable[order] = removable_sorted
+            starts = np.flatnonzero(new & in_group)
+            dup_rows = int(removable_sorted.sum())
+            rate = dup_rows / n if n else 0.0
+            result.metric("duplicate_rows", dup_rows, Direction.LOWER, split=split)
+            result.metric("duplicate_rate", rate, Direction.LOWER, split=split)
+            result.metric("duplicate_groups", len(starts), Direction.LOWER, split=split)
+            largest = int(size[gid[starts]].max()) if len(starts) else 0
+            result.metric("largest_group", largest, Direction.LOWER, split=split)
+            # flags: every member, group id = smallest row (first in sorted order)
+            first_row = rs[np.maximum.accumulate(np.where(new, np.arange(n), 0))] if n else rs
+            for i in np.flatnonzero(in_group):
+                result.flags.append(
+                    Flag(
+                        split, int(rs[i]), str(int(first_row[i])), "kept" if new[i] else "duplicate"
+                    )
+                )
+            # findings: the largest groups
+            sizes = size[gid[starts]]
+            pick = starts[np.lexsort((rs[starts], -sizes))][: int(self.max_findings)]
+            need = []
+            for s in pick:
+                need.extend(range(s, s + min(int(size[gid[s]]), ctx.max_examples)))
+            positions = order[np.asarray(need, np.int64)] if need else np.empty(0, np.int64)
+            snip = dict(zip(need, texts(sp.get("snip", []), positions)))
+            for s in pick:
+                k = int(size[gid[s]])
+                members = rs[s : s + k]
+                result.findings.append(
+                    Finding(
+                        message=(
+                            f"{split}: {k} rows have the same normalized text "
+                            f"({k - 1} removable); kept row {int(members[0])}"
+                        ),
+                        key=f"{split}:{key_hex(hs[s])}",
+                        count=k - 1,
+                        split=split,
+                        examples=[
+                            ctx.example(split, int(rs[p]), snip.get(p))
+                            for p in range(s, s + min(k, ctx.max_examples))
+                        ],
+                        data={
+                            "rows": [int(r) for r in members[:100]],
+                            "size": k,
+                        },
+                    )
+                )
+            rest = len(starts) - len(pick)
+            if rest > 0:
+                rest_rows = int(
+                    (sizes.sum() - len(starts)) - sum(int(size[gid[s]]) - 1 for s in pick)
+                )
+                result.findings.append(
+                    Finding(
+                        message=f"{split}: {rest} more duplicate groups ({rest_rows} removable rows)",
+                        key=f"{split}:more",
+                        severity=Severity.INFO,
+                        count=rest_rows,
+                        split=split,
+                    )
+                )
+            details[split] = {
+                "rows": n,
+                "duplicate_rows": dup_rows,
+                "groups": len(starts),
+                "group_sizes": _size_histogram(sizes),
+                "per_source": per_source(sp.get("source", []), removable, n),
+            }
+        result.details = {"splits": details}
+        return result
+
+
+def _size_histogram(sizes: np.ndarray) -> dict[str, int]:
+    """Group count by size bucket: 2, 3-5, 6-10, 11-100, >100."""
+    edges = [(2, 2), (3, 5), (6, 10), (11, 100), (101, None)]
+    out = {}
+    for lo, hi in edges:
+        m = sizes >= lo if hi is None else (sizes >= lo) & (sizes <= hi)
+        out[f"{lo}+" if hi is None else (str(lo) if lo == hi else f"{lo}-{hi}")] = int(m.sum())
+    return out

@@ -1,0 +1,1 @@
+"""Train–eval leakage rules: overlapping rows (LEAK001) and n-gram contamination (LEAK002)."""

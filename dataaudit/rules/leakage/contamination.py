@@ -1,0 +1,320 @@
+"""LEAK002: eval rows (and benchmark files) sharing long word n-grams with the training data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...context import AuditContext
+from ...errors import InputError
+from ...features import Batch
+from ...features.minhash import words_only
+from ...features.text import normalize_array
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.minhash import Shingles, shingle
+from ...sketches.ngram_index import NgramIndex
+from ..duplicates._common import merge_splits
+
+NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
+
+
+def _first_index(sh: Shingles) -> np.ndarray:
+    first = np.zeros(sh.num_rows + 1, np.int64)
+    np.cumsum(sh.counts(), out=first[1:])
+    return first
+
+
+def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[str, int]:
+    """The longest run of consecutive matched n-gram positions as words, and its length."""
+    words = words_only(pa.array([text], pa.large_string()))[0].as_py().split()
+    positions = sorted(set(positions))
+    best = (positions[0], positions[0])
+    start = prev = positions[0]
+    for p in positions[1:] + [None]:
+        if p is not None and p == prev + 1:
+            prev = p
+            continue
+        if prev - start > best[1] - best[0]:
+            best = (start, prev)
+        if p is not None:
+            start = prev = p
+    span = " ".join(words[best[0] : best[1] + n])
+    return span[:limit], best[1] - best[0] + n
+
+
+def _ref_text(rb: pa.RecordBatch, path: Path) -> pa.Array:
+    names = rb.schema.names
+    if "text" in names:
+        col = rb.column("text")
+    else:
+        strings = [
+            n
+            for n, t in zip(names, rb.schema.types)
+            if pa.types.is_string(t) or pa.types.is_large_string(t)
+        ]
+        if not strings:
+            raise InputError(
+                f"{path}: no text column; a contamination reference needs a 'text' column "
+                "(or any string column) with one benchmark item per row."
+            )
+        col = rb.column(strings[0])
+    return col.cast(pa.large_string())
+
+
+class NgramContamination(Rule):
+    """Eval rows and benchmark items that share a long word n-gram (default 13) with the data.
+
+    What it does:
+        Splits the normalized text (NFKC, casefold, whitespace collapsed; punctuation and symbols
+        removed) into words and hashes every run of ``ngram`` consecutive words. An eval row
+        (validation/test) that shares any such n-gram with the train split is contaminated; the
+        matched span is the evidence. With ``contamination_ref`` files (``--contamination-ref
+        bench.jsonl`` / ``audit(..., contamination_ref=[...])``; jsonl/json/parquet/csv with a
+        ``text`` column) every benchmark item that shares an n-gram with any split is reported,
+        with the dataset rows and spans. Rows with fewer than ``ngram`` words are not checked.
+
+        Memory: reference files are read once at the start (they are small); each batch is
+        checked against them as it streams. For train-vs-eval the train n-grams go into an index
+        that is exact (8 bytes per distinct n-gram) up to ``max_index_ngrams`` and a fixed-size
+        Bloom filter (``bloom_mb``, 4 probes; its false-positive rate is reported) above; the eval
+        side keeps its n-gram hashes (8 bytes per word) and a reference to its normalized text.
+
+    Why it matters:
+        A 13-word overlap is the standard test (GPT-3, PaLM) for benchmark contamination: an eval
+        item whose text was trained on measures recall, not skill.
+
+    Example:
+        A test row quoting 15 consecutive words of a train document is reported with the quoted
+        span, even though the two rows are otherwise different (Jaccard 0.15).
+
+    Options:
+        ngram: words per n-gram (default 13).
+        max_index_ngrams: distinct train n-grams kept exactly before switching to a Bloom filter
+            (default 50,000,000 ~ 400 MB).
+        bloom_mb: size of that Bloom filter in MB (default 512).
+        max_examples_per_finding: spans shown per finding (default: the audit's max_examples).
+    """
+
+    code = "LEAK002"
+    name = "leakage.ngram-contamination"
+    groups = ("default", "leakage")
+    severity = Severity.WARN
+    requires = ("text",)
+
+    def __init__(
+        self,
+        ngram: int = 13,
+        max_index_ngrams: int = 50_000_000,
+        bloom_mb: int = 512,
+        max_examples_per_finding: int | None = None,
+    ):
+        self.ngram = ngram
+        self.max_index_ngrams = max_index_ngrams
+        self.bloom_mb = bloom_mb
+        self.max_examples_per_finding = max_examples_per_finding
+
+    def check_options(self) -> None:
+        if int(self.ngram) < 1:
+            raise ValueError(f"ngram={self.ngram}: must be >= 1")
+        if int(self.bloom_mb) < 1:
+            raise ValueError(f"bloom_mb={self.bloom_mb}: must be >= 1")
+
+    def skip_reason(self, ctx: AuditContext) -> str | None:
+        reason = super().skip_reason(ctx)
+        if reason is None and not ctx.eval_splits() and not ctx.options.get("contamination_ref"):
+            return "needs a train split and a validation/test split, or contamination_ref files"
+        return reason
+
+    # -- state ---------------------------------------------------------------------------------
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        n = int(self.ngram)
+        refs = []
+        for p in ctx.options.get("contamination_ref") or []:
+            path = Path(p)
+            from ...readers import file_batches
+
+            parts = [_ref_text(rb, path) for rb in file_batches(path)(4096)]
+            text = (
+                pa.chunked_array(parts, pa.large_string()).combine_chunks()
+                if parts
+                else pa.array([], pa.large_string())
+            )
+            sh = shingle(words_only(normalize_array(text)), n, "word", NGRAM_SEED, short="none")
+            order = np.argsort(sh.hashes, kind="stable")
+            refs.append(
+                {
+                    "name": path.name,
+                    "rows": len(text),
+                    "hash": sh.hashes[order],
+                    "owner": sh.row[order],
+                    "text": text,
+                    "first": _first_index(sh),
+                }
+            )
+        bits = max(64, int(self.bloom_mb) * 8 * 1024 * 1024)
+        return {
+            "train": ctx.train_split(),
+            "index": NgramIndex(int(self.max_index_ngrams), bits),
+            "refs": refs,
+            "hits": [],
+            "splits": {},
+        }
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        n = int(self.ngram)
+        sh: Shingles = batch.feature("ngram_hashes", ngram=n)
+        if batch.split == state["train"]:
+            state["index"].add(sh.hashes)
+        else:
+            sp = state["splits"].setdefault(batch.split, {})
+            sp.setdefault("rows", []).append(batch.row_ids)
+            sp.setdefault("sh_row", []).append(sh.row)
+            sp.setdefault("sh_hash", []).append(sh.hashes)
+            sp.setdefault("norm", []).append(batch.normalized)
+        if state["refs"] and len(sh.hashes):
+            first = _first_index(sh)
+            norm = None
+            for fi, ref in enumerate(state["refs"]):
+                idx = np.searchsorted(ref["hash"], sh.hashes)
+                idx = np.minimum(idx, max(len(ref["hash"]) - 1, 0))
+                hit = (
+                    (ref["hash"][idx] == sh.hashes)
+                    if len(ref["hash"])
+                    else np.zeros(len(idx), bool)
+                )
+                for row in np.unique(sh.row[hit]):
+                    sel = np.flatnonzero(hit & (sh.row == row))
+                    ref_rows = sorted({int(ref["owner"][idx[s]]) for s in sel})
+                    if norm is None:
+                        norm = batch.normalized
+                    span, words = _span(norm[int(row)].as_py(), (sel - first[row]).tolist(), n)
+                    state["hits"].append(
+                        (batch.split, int(batch.offset + row), fi, ref_rows, span, words)
+                    )
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        out = merge_splits(a, b)
+        out["index"] = a["index"].merge(b["index"])
+        out["hits"] = a["hits"] + b["hits"]
+        return out
+
+    # -- result --------------------------------------------------------------------------------
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        n = int(self.ngram)
+        shown_max = int(self.max_examples_per_finding or ctx.max_examples)
+        index: NgramIndex = state["index"]
+        result = RuleResult(thresholds={"ngram": n})
+        details: dict[str, Any] = {
+            "index": {
+                "exact": index.size is not None,
+                "train_ngrams": index.size,
+                "false_positive_rate": index.false_positive_rate(),
+            }
+        }
+        train = state["train"]
+        for split in ctx.eval_splits():
+            sp = state["splits"].get(split, {})
+            rows = np.concatenate(sp["rows"]) if sp.get("rows") else np.empty(0, np.int64)
+            nrows = len(rows)
+            offs = np.cumsum([0] + [len(r) for r in sp.get("rows", [])])
+            sh_row = (
+                np.concatenate([r + o for r, o in zip(sp["sh_row"], offs)])
+                if sp.get("sh_row")
+                else np.empty(0, np.int64)
+            )
+            sh_hash = np.concatenate(sp["sh_hash"]) if sp.get("sh_hash") else np.empty(0, np.uint64)
+            hit = (
+                index.contains(sh_hash)
+                if train is not None and len(sh_hash)
+                else np.zeros(len(sh_hash), bool)
+            )
+            bad = np.unique(sh_row[hit])
+            rate = len(bad) / nrows if nrows else 0.0
+            result.metric("contaminated_rows", len(bad), Direction.LOWER, split=split)
+            result.metric("contaminated_rate", rate, Direction.LOWER, split=split)
+            for r in bad:
+                result.flags.append(
+                    Flag(split, int(rows[r]), train, f"{n}-gram overlap with {train}")
+                )
+            details[split] = {"rows": nrows, "contaminated_rows": int(len(bad))}
+            if not len(bad):
+                continue
+            norm = pa.chunked_array(sp["norm"], pa.large_string())
+            first = np.searchsorted(sh_row, np.arange(nrows + 1))
+            examples = []
+            for r in bad[:shown_max]:
+                pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
+                span, words = _span(norm[int(r)].as_py(), pos, n)
+                examples.append(
+                    ctx.example(split, int(rows[r]), span=ctx.truncate(span), span_words=words)
+                )
+            result.findings.append(
+                Finding(
+                    message=(
+                        f"{split}: {len(bad):,} of {nrows:,} rows ({rate:.2%}) share a {n}-word "
+                        f"span with {train}"
+                    ),
+                    key=f"{split}:{train}:{n}",
+                    count=int(len(bad)),
+                    split=split,
+                    examples=examples,
+                    data={"rows": [int(rows[r]) for r in bad[:1000]], "rate": rate},
+                )
+            )
+        self._refs(state, ctx, result, details, shown_max)
+        result.details = details
+        return result
+
+    def _refs(self, state, ctx, result, details, shown_max) -> None:
+        n = int(self.ngram)
+        for fi, ref in enumerate(state["refs"]):
+            hits = sorted((h for h in state["hits"] if h[2] == fi), key=lambda h: (h[0], h[1]))
+            ref_rows = sorted({r for h in hits for r in h[3]})
+            rate = len(ref_rows) / ref["rows"] if ref["rows"] else 0.0
+            result.metric(f"ref_contaminated_rows[{ref['name']}]", len(ref_rows), Direction.LOWER)
+            for split, row, _, rr, _, _ in hits:
+                result.flags.append(
+                    Flag(
+                        split,
+                        row,
+                        f"ref:{ref['name']}",
+                        f"{n}-gram overlap with {ref['name']} row {rr[0]}",
+                    )
+                )
+            details[f"ref:{ref['name']}"] = {
+                "rows": ref["rows"],
+                "contaminated_rows": len(ref_rows),
+            }
+            if not ref_rows:
+                continue
+            by_split: dict[str, int] = {}
+            for h in hits:
+                by_split[h[0]] = by_split.get(h[0], 0) + 1
+            result.findings.append(
+                Finding(
+                    message=(
+                        f"{ref['name']}: {len(ref_rows)} of {ref['rows']} benchmark rows "
+                        f"({rate:.1%}) share a {n}-word span with the data ("
+                        + ", ".join(f"{s}: {c} rows" for s, c in sorted(by_split.items()))
+                        + ")"
+                    ),
+                    key=f"ref:{ref['name']}:{n}",
+                    count=len(ref_rows),
+                    examples=[
+                        ctx.example(
+                            split, row, span=ctx.truncate(span), span_words=w, ref_row=rr[0]
+                        )
+                        for split, row, _, rr, span, w in hits[:shown_max]
+                    ],
+                    data={
+                        "reference": ref["name"],
+                        "ref_rows": ref_rows,
+                        "dataset_rows": [[h[0], h[1]] for h in hits[:1000]],
+                        "rate": rate,
+                    },
+                )
+            )

@@ -1,0 +1,221 @@
+"""LEAK001: eval rows that are exact or near copies of train rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.lsh import choose_bands, cross_candidates
+from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
+from ..duplicates._common import append, cat, key_hex, merge_splits, nonempty_hash, snippet, texts
+from ..duplicates.near import UNITS, VERIFY, minhash_params
+
+MAX_MATCHES = 5
+
+
+class TrainEvalOverlap(Rule):
+    """Eval rows that also sit in train: exact copies and near copies.
+
+    What it does:
+        For each validation/test split (and any ``pairs`` you name), finds rows whose
+        normalized text equals a train row (same hash as DUP001), and rows whose shingle sets
+        have Jaccard >= ``threshold`` with a train row (MinHash-LSH candidates between the two
+        splits, verified like DUP002). Each leaked eval row is a finding with its train matches
+        and their similarity; the leaked rows are flagged with ``detail`` exact/near and the
+        best train match in ``group``.
+
+    Why it matters:
+        An eval row that the model saw in training measures memorization, not generalization:
+        every metric on that split is inflated, silently.
+
+    Example:
+        ``test`` row 74 has the same text as ``train`` row 122, and ``validation`` row 96 differs
+        from ``train`` row 589 by a few words: both are reported, and the rule fails the gate.
+
+    Options:
+        threshold: Jaccard at or above which an eval row counts as a near copy (default 0.7,
+            lower than DUP002's 0.8: a leak costs more than a duplicate).
+        num_perm, ngram, unit: MinHash parameters, as DUP002 (defaults 128, 5, auto).
+        verify: "exact" (default) or "estimate", as DUP002.
+        pairs: extra [eval_split, reference_split] pairs to compare (default none: each eval split
+            against train).
+        max_findings: leaked rows reported as findings per split (default 50); the rest are
+            counted in one summary finding.
+    """
+
+    code = "LEAK001"
+    name = "leakage.train-eval-overlap"
+    groups = ("default", "leakage")
+    severity = Severity.ERROR
+    requires = ("text", "eval_split")
+
+    def __init__(
+        self,
+        threshold: float = 0.7,
+        num_perm: int = 128,
+        ngram: int = 5,
+        unit: str = "auto",
+        verify: str = "exact",
+        pairs: list[list[str]] | None = None,
+        max_findings: int = 50,
+    ):
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self.ngram = ngram
+        self.unit = unit
+        self.verify = verify
+        self.pairs = pairs
+        self.max_findings = max_findings
+
+    def check_options(self) -> None:
+        if not 0.0 < float(self.threshold) <= 1.0:
+            raise ValueError(f"threshold={self.threshold}: must be in (0, 1]")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit={self.unit!r}: use one of {', '.join(UNITS)}")
+        if self.verify not in VERIFY:
+            raise ValueError(f"verify={self.verify!r}: use one of {', '.join(VERIFY)}")
+        for p in self.pairs or []:
+            if len(p) != 2:
+                raise ValueError(f"pairs: {p!r} is not [eval_split, reference_split]")
+
+    def _comparisons(self, ctx: AuditContext) -> list[tuple[str, str]]:
+        train = ctx.train_split()
+        out = [(e, train) for e in ctx.eval_splits()] if train else []
+        for e, ref in self.pairs or []:
+            if (e, ref) not in out:
+                out.append((str(e), str(ref)))
+        return out
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        return {"chars": ctx.example_chars, "splits": {}}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        params = minhash_params(self)
+        cols: dict[str, Any] = {
+            "rows": batch.row_ids,
+            "sig": batch.feature("minhash", **params),
+            "hash": nonempty_hash(batch),
+            "snip": snippet(batch, state["chars"]),
+        }
+        if self.verify == "exact":
+            cols["sets"] = batch.feature(
+                "shingle_sets", **{k: v for k, v in params.items() if k != "num_perm"}
+            )
+        append(state, batch.split, **cols)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        return merge_splits(a, b)
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        threshold = float(self.threshold)
+        bands, rows = choose_bands(threshold, int(self.num_perm))
+        result = RuleResult(thresholds={"threshold": threshold, "bands": bands, "rows": rows})
+        details: dict[str, Any] = {}
+        for ev, ref in self._comparisons(ctx):
+            se, sr = state["splits"].get(ev, {}), state["splits"].get(ref, {})
+            details[f"{ev}~{ref}"] = self._compare(ev, ref, se, sr, ctx, result, bands, rows)
+        result.details = {"comparisons": details}
+        return result
+
+    def _compare(self, ev, ref, se, sr, ctx, result, bands, rows_per_band) -> dict[str, Any]:
+        threshold = float(self.threshold)
+        k = int(self.num_perm)
+        e_rows, r_rows = cat(se.get("rows", []), np.int64), cat(sr.get("rows", []), np.int64)
+        e_hash, r_hash = cat(se.get("hash", []), np.uint64), cat(sr.get("hash", []), np.uint64)
+        ne, nr = len(e_rows), len(r_rows)
+        matches: dict[int, list[tuple[int, float]]] = {}  # eval position -> [(ref pos, sim)]
+        kind: dict[int, str] = {}
+        # exact
+        if ne and nr:
+            order = np.lexsort((np.arange(nr), r_hash))
+            rh = r_hash[order]
+            lo = np.searchsorted(rh, e_hash, "left")
+            hi = np.searchsorted(rh, e_hash, "right")
+            for i in np.flatnonzero((hi > lo) & (e_hash != 0)):
+                matches[int(i)] = [
+                    (int(p), 1.0) for p in order[lo[i] : min(hi[i], lo[i] + MAX_MATCHES)]
+                ]
+                kind[int(i)] = "exact"
+        # near: LSH between the two splits, verified
+        if ne and nr:
+            sig = np.concatenate(
+                [cat(sr.get("sig", []), np.uint32, k), cat(se.get("sig", []), np.uint32, k)]
+            )
+            is_ref = np.zeros(nr + ne, bool)
+            is_ref[:nr] = True
+            a, b = cross_candidates(sig, is_ref, bands, rows_per_band)
+            b_e = b - nr
+            keep = (
+                np.array([int(x) not in kind for x in b_e], bool) if len(b_e) else np.zeros(0, bool)
+            )
+            a, b, b_e = a[keep], b[keep], b_e[keep]
+            if len(a):
+                if se.get("sets") and sr.get("sets"):
+                    sets = ShingleSets.concat(sr["sets"] + se["sets"])
+                    sim = pair_jaccard(sets, a, b)
+                else:
+                    sim = jaccard_estimate(sig[a], sig[b])
+                ok = sim >= threshold
+                for ra, eb, s in sorted(
+                    zip(a[ok], b_e[ok], sim[ok]), key=lambda t: (t[1], -t[2], t[0])
+                ):
+                    lst = matches.setdefault(int(eb), [])
+                    kind.setdefault(int(eb), "near")
+                    if len(lst) < MAX_MATCHES:
+                        lst.append((int(ra), float(s)))
+        leaked = sorted(matches)
+        n_exact = sum(1 for i in leaked if kind[i] == "exact")
+        rate = len(leaked) / ne if ne else 0.0
+        result.metric("leaked_rows", len(leaked), Direction.LOWER, split=ev)
+        result.metric("leaked_rate", rate, Direction.LOWER, split=ev)
+        result.metric("exact_leaks", n_exact, Direction.LOWER, split=ev)
+        result.metric("near_leaks", len(leaked) - n_exact, Direction.LOWER, split=ev)
+        shown = leaked[: int(self.max_findings)]
+        e_snip = dict(zip(shown, texts(se.get("snip", []), np.asarray(shown, np.int64))))
+        ref_pos = sorted({p for i in shown for p, _ in matches[i][:1]})
+        r_snip = dict(zip(ref_pos, texts(sr.get("snip", []), np.asarray(ref_pos, np.int64))))
+        for i in leaked:
+            best = matches[i][0]
+            result.flags.append(Flag(ev, int(e_rows[i]), f"{ref}:{int(r_rows[best[0]])}", kind[i]))
+        for i in shown:
+            best_pos, best_sim = matches[i][0]
+            train_rows = [int(r_rows[p]) for p, _ in matches[i]]
+            what = (
+                "an exact copy" if kind[i] == "exact" else f"a near copy (Jaccard {best_sim:.2f})"
+            )
+            result.findings.append(
+                Finding(
+                    message=f"{ev} row {int(e_rows[i])} is {what} of {ref} row {train_rows[0]}",
+                    key=f"{ev}:{key_hex(e_hash[i])}",
+                    split=ev,
+                    examples=[
+                        ctx.example(ev, int(e_rows[i]), e_snip.get(i)),
+                        ctx.example(
+                            ref, train_rows[0], r_snip.get(best_pos), similarity=round(best_sim, 4)
+                        ),
+                    ],
+                    data={
+                        "eval_row": int(e_rows[i]),
+                        "kind": kind[i],
+                        "train_rows": train_rows,
+                        "similarity": [round(s, 4) for _, s in matches[i]],
+                        "reference_split": ref,
+                    },
+                )
+            )
+        if len(leaked) > len(shown):
+            rest = len(leaked) - len(shown)
+            result.findings.append(
+                Finding(
+                    message=f"{ev}: {rest} more rows overlap {ref}",
+                    key=f"{ev}:more",
+                    count=rest,
+                    split=ev,
+                )
+            )
+        return {"eval_rows": ne, "leaked_rows": len(leaked), "exact": n_exact, "rate": rate}
