@@ -168,26 +168,36 @@ def minhash_signatures(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.n
     sig = sig.reshape(n, k)
     filled = sig != SENTINEL
     nonempty_rows = filled.any(axis=1)
-    todo_r, todo_c = np.nonzero(~filled & nonempty_rows[:, None])
-    if len(todo_r):
-        orig = sig.copy()
-        table = _probe_table(k, seed)
-        for t in range(_PROBES):
-            src = table[t, todo_c]
-            ok = filled[todo_r, src]
-            sig[todo_r[ok], todo_c[ok]] = orig[todo_r[ok], src[ok]]
-            todo_r, todo_c = todo_r[~ok], todo_c[~ok]
-            if not len(todo_r):
-                break
-        if len(todo_r):  # fallback: next originally non-empty bin to the right, cyclically
-            rows_u, inv = np.unique(todo_r, return_inverse=True)
-            f = filled[rows_u]
-            pos = np.where(f, np.arange(k), 2 * k)
-            doubled = np.concatenate([pos, pos + k * f], axis=1)  # second copy: wrapped index
-            doubled = np.where(np.concatenate([f, f], axis=1), doubled, 4 * k)
-            nxt = np.minimum.accumulate(doubled[:, ::-1], axis=1)[:, ::-1]
-            src = nxt[inv, todo_c] % k
-            sig[todo_r, todo_c] = orig[todo_r, src]
+    n_empty = k - filled.sum(axis=1)
+    table = _probe_table(k, seed)  # (probes, k): bin j probes table[0, j], table[1, j], ...
+    # rows with a few empty bins: probe rounds over just those bins (reads only filled bins)
+    few = nonempty_rows & (n_empty > 0) & (n_empty <= k // 4)
+    todo_r, todo_c = np.nonzero(~filled & few[:, None])
+    for t in range(_PROBES):
+        if not len(todo_r):
+            break
+        src = table[t, todo_c]
+        ok = filled[todo_r, src]
+        sig[todo_r[ok], todo_c[ok]] = sig[todo_r[ok], src[ok]]
+        todo_r, todo_c = todo_r[~ok], todo_c[~ok]
+    # rows with many empty bins (short texts), and leftovers: all probes at once, per chunk
+    need = np.union1d(np.flatnonzero(nonempty_rows & (n_empty > k // 4)), todo_r)
+    if len(need):
+        cols = np.arange(k)
+        step = max(1, (1 << 22) // (_PROBES * k))
+        for lo in range(0, len(need), step):
+            rows = need[lo : lo + step]
+            f = filled[rows]
+            orig = sig[rows]
+            probed = f[:, table]  # (rows, probes, k): is the t-th probe of bin j non-empty?
+            found = probed.any(axis=1)
+            src = table[probed.argmax(axis=1), cols]
+            # fallback after the probes: next originally non-empty bin to the right, cyclically
+            pos = np.where(np.concatenate([f, f], axis=1), np.arange(2 * k), 4 * k)
+            nxt = np.minimum.accumulate(pos[:, ::-1], axis=1)[:, ::-1][:, :k] % k
+            src = np.where(found, src, nxt)
+            dense = np.take_along_axis(orig, src, axis=1)
+            sig[rows] = np.where(f, orig, dense)
     return sig
 
 
