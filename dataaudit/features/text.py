@@ -171,6 +171,17 @@ def char_length_feature(batch: Batch, view: str = "text") -> np.ndarray:
     return np.asarray(pc.fill_null(lengths, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+# whitespace, separators and invisible characters that render as nothing
+_BLANK = r"^[\s\x0b\pZ\x{200b}-\x{200d}\x{2060}\x{feff}\x{ad}]*$"
+
+
+@register_feature("blank")
+def blank_feature(batch: Batch, view: str = "text") -> np.ndarray:
+    """True where the view is empty or only invisible characters; False for null."""
+    hits = pc.fill_null(pc.match_substring_regex(batch.feature(view), _BLANK), False)
+    return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 @register_feature("normalized_hash")
 def normalized_hash_feature(batch: Batch, view: str = "text") -> np.ndarray:
     """xxh3-64 of the normalized text (uint64; 0 for null): the exact-duplicate key."""

@@ -98,7 +98,7 @@ class RowCheckRule(Rule):
             for key, cat in by_key.items():
                 data = info["cats"].get(key, {"count": 0, "rows": [], "examples": []})
                 count = data["count"]
-                result.metric(f"{key}_rows", count, Direction.LOWER, split=split)
+                result.metric(f"{key}_rows", count, Direction.NONE, split=split, unit="rows")
                 result.metric(
                     f"{key}_rate", count / rows if rows else 0.0, Direction.LOWER, split=split
                 )

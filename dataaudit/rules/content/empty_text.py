@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Severity
 from .._rowcheck import Category, RowCheckRule
-
-# whitespace, separators and invisible characters that render as nothing
-_BLANK = r"^[\s\x0b\pZ\x{200b}-\x{200d}\x{2060}\x{feff}\x{ad}]*$"
-
-
-def blank_mask(arr) -> np.ndarray:
-    """True where a string is empty or only invisible characters; False for nulls."""
-    hits = pc.fill_null(pc.match_substring_regex(arr, _BLANK), False)
-    return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class EmptyText(RowCheckRule):
@@ -60,7 +50,7 @@ class EmptyText(RowCheckRule):
         return self.categories[:1]
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
-        masks = {"empty_text": blank_mask(batch.text)}
+        masks = {"empty_text": batch.feature("blank")}
         if self.check_response and (batch.roles.response or batch.roles.messages):
-            masks["empty_response"] = blank_mask(batch.feature("response_text"))
+            masks["empty_response"] = batch.feature("blank", view="response_text")
         return masks

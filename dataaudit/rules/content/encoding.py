@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
@@ -88,15 +89,23 @@ class EncodingDamage(RowCheckRule):
         return self.categories if self.check_mojibake else self.categories[:2]
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
+        # U+FFFD and mojibake need non-ASCII characters: an ASCII check (a cheap kernel) limits
+        # those regexes to the few non-ASCII rows; control characters need one pass over all.
         text = batch.text
-        masks = {
-            "replacement_char": _mask(text, "\ufffd"),
-            "control_chars": _mask(text, _CONTROL),
-        }
+        masks = {"replacement_char": np.zeros(batch.num_rows, dtype=bool)}
+        masks["control_chars"] = _mask(text, _CONTROL)
+        non_ascii = np.flatnonzero(
+            ~np.asarray(
+                pc.fill_null(pc.string_is_ascii(text), True).to_numpy(zero_copy_only=False), bool
+            )
+        )
         if self.check_mojibake:
-            candidates = np.flatnonzero(_mask(text, _MOJIBAKE_PREFILTER))
-            mojibake = np.zeros(batch.num_rows, dtype=bool)
-            for i in candidates:
-                mojibake[i] = is_mojibake(text[int(i)].as_py())
-            masks["mojibake"] = mojibake
+            masks["mojibake"] = np.zeros(batch.num_rows, dtype=bool)
+        if not non_ascii.size:
+            return masks
+        sub = text.take(pa.array(non_ascii))
+        masks["replacement_char"][non_ascii] = _mask(sub, "\ufffd")
+        if self.check_mojibake:
+            candidates = non_ascii[_mask(sub, _MOJIBAKE_PREFILTER)]
+            masks["mojibake"][candidates] = [is_mojibake(text[int(i)].as_py()) for i in candidates]
         return masks

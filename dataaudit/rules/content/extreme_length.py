@@ -7,7 +7,6 @@ import numpy as np
 from ...features import Batch
 from ...rule import Severity
 from .._rowcheck import Category, RowCheckRule
-from .empty_text import blank_mask
 
 
 class ExtremeLength(RowCheckRule):
@@ -55,7 +54,7 @@ class ExtremeLength(RowCheckRule):
         lengths = batch.feature("char_length")
         return {
             "too_long": lengths > self.max_chars,
-            "too_short": (lengths > 0) & (lengths < self.min_chars) & ~blank_mask(batch.text),
+            "too_short": (lengths > 0) & (lengths < self.min_chars) & ~batch.feature("blank"),
         }
 
     def thresholds(self) -> dict[str, int]:
