@@ -46,6 +46,7 @@ def audit(
     batch_size: int | None = None,
     seed: int | None = None,
     progress: bool = False,
+    workers: int | None = None,
     tokenizer: Any = None,
     contamination_ref: list[str] | str | None = None,
     reference: Any = None,
@@ -77,6 +78,7 @@ def audit(
         rules=rules,
         batch_size=batch_size,
         seed=seed,
+        workers=workers,
         columns={k: v for k, v in columns.items() if v is not None} or None,
         tokenizer=tokenizer if isinstance(tokenizer, str) else None,
         contamination_ref=[contamination_ref]
@@ -109,7 +111,13 @@ def audit(
     total = (
         sum(known) if all(k is not None for k in known) and corpus.split_column is None else None
     )
-    engine.scan(state, corpus.stream(cfg.batch_size), ctx, progress=progress, total_rows=total)
+    batches = corpus.stream(cfg.batch_size)
+    if cfg.workers > 1:
+        engine.scan_parallel(
+            state, batches, ctx, workers=cfg.workers, progress=progress, total_rows=total
+        )
+    else:
+        engine.scan(state, batches, ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
     if ctx.options["reference"] is not None:
         # drift rules compare against the reference's sketches (see dataaudit/reference.py)

@@ -75,6 +75,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         split=args.split,
         rules=rules or None,
         batch_size=args.batch_size,
+        workers=args.workers,
         progress=progress,
         tokenizer=args.tokenizer,
         contamination_ref=args.contamination_ref,
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--reference", metavar="PATH", help="baseline dataset (or saved report) to compare against"
     )
     p.add_argument("--batch-size", type=int, metavar="ROWS")
+    p.add_argument("--workers", type=int, metavar="N", help="processes for the scan (same report)")
     p.add_argument("--json", metavar="FILE", help="write the JSON report")
     p.add_argument("--html", metavar="FILE", help="write the HTML report")
     p.add_argument("--flags", metavar="FILE", help="write row flags as Parquet")

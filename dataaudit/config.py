@@ -39,6 +39,7 @@ class AuditConfig:
     max_examples: int = 5
     example_chars: int = 200
     seed: int = 0
+    workers: int = 1  # processes for the scan; >1 folds chunks in parallel, same report
     tokenizer: str | None = None  # path to tokenizer.json or a hub name (LEN/TOK/MIX rules)
     contamination_ref: list[str] = field(default_factory=list)  # benchmark files for LEAK002
     reference: str | None = None  # a baseline dataset path or saved report for drift rules
@@ -57,7 +58,7 @@ class AuditConfig:
         if Severity.parse(self.fail_on) is Severity.INFO:
             raise ConfigError("fail_on='info' would fail on every note; use 'warn' or 'error'.")
         self.fail_on = Severity.parse(self.fail_on).value
-        for name in ("batch_size", "max_examples", "example_chars"):
+        for name in ("batch_size", "max_examples", "example_chars", "workers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name}={value!r}: expected a positive integer.")
