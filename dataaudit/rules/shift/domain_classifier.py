@@ -179,11 +179,11 @@ class DomainShift(Rule):
         cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
         scores = np.zeros(len(texts))
         for train_idx, test_idx in cv.split(x, y):
-            model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=200)
+            model = LogisticRegression(C=1.0, class_weight="balanced", solver="liblinear")
             model.fit(x[train_idx], y[train_idx])
             scores[test_idx] = model.decision_function(x[test_idx])
         auc = float(roc_auc_score(y, scores))
-        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=200).fit(x, y)
+        model = LogisticRegression(C=1.0, class_weight="balanced", solver="liblinear").fit(x, y)
         coef = model.coef_[0]
         names = vec.get_feature_names_out()
         order = np.lexsort((names, -coef))
