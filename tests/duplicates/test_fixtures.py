@@ -48,7 +48,11 @@ def test_chat_duplicates_found(truth, chat_report):
 def test_every_planted_leak_is_found(truth, classification_report):
     res = classification_report.result("LEAK001")
     assert classification_report.status("LEAK001") == "fail"  # default severity: error
-    leaked = {(f["split"], f["data"]["eval_row"]): f["data"] for f in res["findings"] if "eval_row" in f["data"]}
+    leaked = {
+        (f["split"], f["data"]["eval_row"]): f["data"]
+        for f in res["findings"]
+        if "eval_row" in f["data"]
+    }
     for leak in truth["classification"]["leaks"]:
         key = (leak["eval_split"], leak["eval_row"])
         assert key in leaked, leak
@@ -59,7 +63,9 @@ def test_every_planted_leak_is_found(truth, classification_report):
 
 def test_chat_leaks_found(truth, chat_report):
     res = chat_report.result("LEAK001")
-    leaked = {(f["split"], f["data"]["eval_row"]) for f in res["findings"] if "eval_row" in f["data"]}
+    leaked = {
+        (f["split"], f["data"]["eval_row"]) for f in res["findings"] if "eval_row" in f["data"]
+    }
     for leak in truth["chat_sft"]["leaks"]:
         assert (leak["eval_split"], leak["eval_row"]) in leaked
 

@@ -100,7 +100,9 @@ def test_cjk_uses_character_shingles():
     sh, unit = shingle_auto(arr, 5)
     assert unit.tolist() == [2, 2, 2, 1]
     sig = minhash_signatures(sh)
-    labels = near_duplicate_clusters(sig, 0.7, verify=lambda a, b: pair_jaccard(shingle_sets(sh), a, b))
+    labels = near_duplicate_clusters(
+        sig, 0.7, verify=lambda a, b: pair_jaccard(shingle_sets(sh), a, b)
+    )
     assert labels[0] == labels[1] == 0 and labels[2] == -1
     # with words, a space-less text is one token: every edit makes it a different document
     wsig = minhash_signatures(shingle(arr, 5, "word"))
