@@ -1,0 +1,241 @@
+"""LBL002: rows whose given label a text probe finds unlikely (confident learning)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from . import _common, _probe
+
+
+def sklearn_missing() -> bool:
+    return importlib.util.find_spec("sklearn") is None
+
+
+class ProbeRun:
+    """The probe's verdict on a sample: shared by LBL002 and LBL003's per-class table."""
+
+    def __init__(self, items, classes, proba, cl, dropped):
+        self.items = items
+        self.classes = classes
+        self.proba = proba
+        self.cl = cl
+        self.dropped = dropped  # classes left out: too few rows
+
+
+def run_probe(
+    items: list[tuple],
+    *,
+    seed: int,
+    folds: int,
+    min_rows: int,
+    min_class_rows: int,
+    max_classes: int,
+) -> ProbeRun | str:
+    """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run."""
+    if sklearn_missing():
+        return "scikit-learn is not installed (pip install scikit-learn)"
+    counts = Counter(it[4] for it in items)
+    keep_classes = {c for c, n in counts.items() if n >= max(min_class_rows, folds)}
+    dropped = sorted(set(counts) - keep_classes)
+    kept = [it for it in items if it[4] in keep_classes]
+    if len(keep_classes) < 2:
+        return (
+            f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
+            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(items)} rows)"
+        )
+    if len(kept) < min_rows:
+        return f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
+    if len(keep_classes) > max_classes:
+        return (
+            f"the label has {len(keep_classes)} classes, more than max_classes={max_classes}; "
+            "the probe is meant for categorical labels (raise max_classes to run it anyway)"
+        )
+    texts = [it[3] for it in kept]
+    labels = [it[4] for it in kept]
+    classes, proba = _probe.oof_proba(texts, labels, folds=folds, seed=seed)
+    index = {c: i for i, c in enumerate(classes)}
+    given = np.array([index[v] for v in labels], np.int64)
+    cl = _probe.confident_learning(proba, given)
+    return ProbeRun(kept, classes, proba, cl, dropped)
+
+
+class LikelyMislabels(Rule):
+    """Rows whose given label is unlikely under a text probe (confident learning).
+
+    What it does:
+        Trains a small seeded text probe (hashed word 1-2-gram tf-idf, logistic loss, stratified
+        k-fold) on a bounded sample of the labeled rows of every split and takes out-of-fold
+        predicted probabilities, so no row is scored by a model that saw it. Confident learning
+        then sets a per-class threshold (the mean probability of a class over the rows labeled
+        with it), counts for each row the class it confidently belongs to (the confident joint),
+        calibrates that to the label counts to estimate the noise rate per class, and flags the
+        rows labeled i whose self-confidence is lowest and whose best guess is another class (as
+        many per class as the joint estimates). Reported: a ranked list (given label, suggested
+        label, confidence), the estimated noise per class, and a given-vs-likely label matrix.
+
+    Why it matters:
+        A few percent of wrong labels costs accuracy and, worse, makes evaluation lie: on a
+        noisy test split the best model can look worse than a bad one. Confident learning finds
+        the candidates to re-check first.
+
+    Example:
+        A fortune about a recipe labeled ``computers`` is listed with suggested label ``food``
+        and its probability.
+
+    Options:
+        max_rows: row cap: the probe sees a seeded uniform sample of at most this many labeled
+            rows (the rows with the smallest seeded hash of split and row; exact under sharding;
+            default 20000). The report says how many rows were sampled.
+        folds: cross-validation folds for out-of-fold probabilities (default 5).
+        min_rows: skip the probe below this many usable sampled rows (default 50).
+        min_class_rows: classes with fewer sampled rows are left out of the probe (default 5).
+        max_classes: skip when the label has more classes than this (default 200).
+        max_chars: input characters the probe reads per row (default 2000).
+        max_listed: length of the ranked list in the report (default 100).
+    """
+
+    code = "LBL002"
+    name = "labels.likely-mislabeled"
+    groups = ("default", "labels")
+    severity = Severity.WARN
+    requires = ("input", "label")
+
+    def __init__(
+        self,
+        max_rows: int = 20000,
+        folds: int = 5,
+        min_rows: int = 50,
+        min_class_rows: int = 5,
+        max_classes: int = 200,
+        max_chars: int = 2000,
+        max_listed: int = 100,
+    ):
+        self.max_rows = max_rows
+        self.folds = folds
+        self.min_rows = min_rows
+        self.min_class_rows = min_class_rows
+        self.max_classes = max_classes
+        self.max_chars = max_chars
+        self.max_listed = max_listed
+
+    def check_options(self) -> None:
+        if int(self.folds) < 2:
+            raise ValueError(f"folds={self.folds} must be at least 2")
+        for name in ("max_rows", "min_rows", "max_classes", "max_chars"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        return {"seed": ctx.seed, "sample": _common.sample_start(self.max_rows)}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        _common.sample_update(state["sample"], batch, state["seed"], max_chars=self.max_chars)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        return {"seed": a["seed"], "sample": _common.sample_merge(a["sample"], b["sample"])}
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        items = state["sample"]["items"]
+        total = sum(info.num_rows or 0 for info in ctx.splits.values())
+        result = RuleResult(thresholds={"max_rows": self.max_rows, "folds": self.folds})
+        sample_info = {
+            "rows_sampled": len(items),
+            "rows_total": total,
+            "max_rows": self.max_rows,
+            "seed": ctx.seed,
+            "how": "uniform seeded sample of labeled rows across all splits (bottom-k of a "
+            "seeded hash of split and row)",
+            "probe": f"hashed word 1-2-gram tf-idf + logistic loss (SGD), {self.folds}-fold "
+            "out-of-fold probabilities",
+        }
+        result.metric("rows_sampled", len(items), Direction.NONE)
+        run = run_probe(
+            items,
+            seed=ctx.seed,
+            folds=int(self.folds),
+            min_rows=int(self.min_rows),
+            min_class_rows=int(self.min_class_rows),
+            max_classes=int(self.max_classes),
+        )
+        if isinstance(run, str):
+            result.skipped = run
+            result.details = {"sample": sample_info}
+            return result
+        cl, classes, kept = run.cl, run.classes, run.items
+        n = len(kept)
+        given = np.array([classes.index(it[4]) for it in kept])
+        p_given = run.proba[np.arange(n), given]
+        flagged = np.flatnonzero(cl.issue)
+        order = sorted(flagged.tolist(), key=lambda i: (p_given[i], kept[i][1], kept[i][2]))
+        total_noise = float((cl.calibrated.sum() - np.trace(cl.calibrated)) / max(n, 1))
+        result.metric("likely_mislabeled_rows", len(order), Direction.LOWER)
+        result.metric("likely_mislabeled_rate", len(order) / n, Direction.LOWER)
+        result.metric("estimated_noise_rate", total_noise, Direction.LOWER)
+        ranked = []
+        pairs: dict[tuple[str, str], list[int]] = {}
+        for i in order:
+            _, split, row, text, label = kept[i]
+            sug = classes[int(cl.suggested[i])]
+            conf = float(run.proba[i, cl.suggested[i]])
+            result.flags.append(Flag(split, row, detail=f"given={label} likely={sug} p={conf:.2f}"))
+            pairs.setdefault((label, sug), []).append(i)
+            if len(ranked) < int(self.max_listed):
+                ranked.append(
+                    {
+                        "split": split,
+                        "row": row,
+                        "given": label,
+                        "suggested": sug,
+                        "confidence": round(conf, 4),
+                        "given_probability": round(float(p_given[i]), 4),
+                        "text": ctx.truncate(text),
+                    }
+                )
+        for (label, sug), idx in sorted(pairs.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            examples = []
+            for i in idx[: ctx.max_examples]:
+                _, split, row, text, _ = kept[i]
+                examples.append(
+                    ctx.example(
+                        split,
+                        row,
+                        text,
+                        given=label,
+                        suggested=sug,
+                        confidence=round(float(run.proba[i, cl.suggested[i]]), 4),
+                    )
+                )
+            splits = sorted({kept[i][1] for i in idx})
+            result.findings.append(
+                Finding(
+                    message=f"{len(idx)} sampled rows labeled {label!r} look like {sug!r} "
+                    f"(splits: {', '.join(splits)})",
+                    key=f"{label}->{sug}",
+                    count=len(idx),
+                    examples=examples,
+                    data={"given": label, "suggested": sug},
+                )
+            )
+        result.details = {
+            "sample": {**sample_info, "rows_probed": n, "classes_left_out": run.dropped},
+            "ranked": ranked,
+            "noise_by_class": {c: round(float(cl.noise_rate[j]), 4) for j, c in enumerate(classes)},
+            "thresholds_by_class": {
+                c: round(float(cl.thresholds[j]), 4) for j, c in enumerate(classes)
+            },
+            "matrix": {
+                "labels": classes,
+                "rows": "given label",
+                "columns": "likely label (confident joint counts)",
+                "counts": cl.joint.tolist(),
+            },
+        }
+        return result
