@@ -108,20 +108,36 @@ def _worker(args: tuple[str, list[int], str, int]) -> tuple[float, int, str]:
 
     t0 = time.process_time()  # CPU seconds (all threads): fair on a shared machine
     pf = pq.ParquetFile(path)
-    sigs, sizes, values = [], [], []
     n = 0
-    for g in groups:
-        text = pf.read_row_group(g, columns=["text"]).column(0).combine_chunks()
-        sh = shingle(normalize_array(text), 5, "word", 1)
-        sigs.append(minhash_signatures(sh, 128, 1))
-        ss = shingle_sets(sh)
-        sizes.append(ss.sizes())
-        values.append(ss.values)
-        n += len(text)
-    np.save(prefix + "sig.npy", np.concatenate(sigs))
-    np.save(prefix + "sizes.npy", np.concatenate(sizes))
-    np.save(prefix + "values.npy", np.concatenate(values))
+    # stream each row group's arrays to disk: the worker holds one row group at a time
+    with (
+        open(prefix + "sig.bin", "wb") as f_sig,
+        open(prefix + "sizes.bin", "wb") as f_sizes,
+        open(prefix + "values.bin", "wb") as f_values,
+    ):
+        for g in groups:
+            text = pf.read_row_group(g, columns=["text"]).column(0).combine_chunks()
+            sh = shingle(normalize_array(text), 5, "word", 1)
+            minhash_signatures(sh, 128, 1).tofile(f_sig)
+            ss = shingle_sets(sh)
+            ss.sizes().tofile(f_sizes)
+            ss.values.tofile(f_values)
+            n += len(text)
     return time.process_time() - t0, n, prefix
+
+
+def _read_into(out: np.ndarray, files: list[str]) -> np.ndarray:
+    view = memoryview(out.reshape(-1).view(np.uint8))
+    pos = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            while True:
+                got = fh.readinto(view[pos:])
+                if not got:
+                    break
+                pos += got
+        os.unlink(f)
+    return out
 
 
 def run_dataaudit(path: Path, workers: int, threshold: float, tmp: str) -> dict:
@@ -143,11 +159,15 @@ def run_dataaudit(path: Path, workers: int, threshold: float, tmp: str) -> dict:
         with ProcessPoolExecutor(workers) as ex:
             outs = list(ex.map(_worker, jobs))
     t_sig = time.perf_counter() - t0
-    sig = np.concatenate([np.load(p + "sig.npy") for _, _, p in outs])
-    sizes = np.concatenate([np.load(p + "sizes.npy") for _, _, p in outs])
-    values = np.concatenate([np.load(p + "values.npy") for _, _, p in outs])
-    offsets = np.zeros(len(sizes) + 1, np.int64)
+    # read the workers' files straight into preallocated arrays (no concatenation copies)
+    n = sum(o[1] for o in outs)
+    sig = _read_into(np.empty((n, 128), np.uint32), [p + "sig.bin" for _, _, p in outs])
+    sizes = _read_into(np.empty(n, np.int64), [p + "sizes.bin" for _, _, p in outs])
+    offsets = np.zeros(n + 1, np.int64)
     np.cumsum(sizes, out=offsets[1:])
+    values = _read_into(
+        np.empty(int(offsets[-1]), np.uint32), [p + "values.bin" for _, _, p in outs]
+    )
     sets = ShingleSets(offsets, values)
     t1, c1 = time.perf_counter(), time.process_time()
     labels, ea, eb, es = near_duplicate_pairs(
@@ -215,6 +235,21 @@ def run_datasketch(docs: list[str], threshold: float, loop_docs: int) -> dict:
 
 
 # -- quality -----------------------------------------------------------------------------------
+def _rows(path: Path, rows: np.ndarray) -> dict[int, str]:
+    """Text of the given rows, reading one row group at a time."""
+    pf = pq.ParquetFile(path)
+    want = np.unique(rows)
+    out: dict[int, str] = {}
+    for g in range(pf.num_row_groups):
+        lo = g * ROW_GROUP
+        local = want[(want >= lo) & (want < lo + ROW_GROUP)] - lo
+        if len(local):
+            col = pf.read_row_group(g, columns=["text"]).column(0)
+            for r, t in zip(local.tolist(), col.take(pa.array(local)).to_pylist()):
+                out[lo + r] = t
+    return out
+
+
 def exact_jaccard(a: str, b: str) -> float:
     x, y = _shingles(a), _shingles(b)
     return len(x & y) / len(x | y)
@@ -248,8 +283,12 @@ def main() -> None:
     da_rate = args.docs / da["seconds"]
     per_core = args.docs / da["cpu_seconds"]
 
-    table = pq.read_table(path, columns=["text"])
-    sub = table.slice(0, args.baseline_docs).column(0).to_pylist()
+    pf = pq.ParquetFile(path)
+    sub = (
+        pf.read_row_groups(list(range(-(-args.baseline_docs // ROW_GROUP))), columns=["text"])
+        .column(0)[: args.baseline_docs]
+        .to_pylist()
+    )
     # dataaudit on the same subset, one process, for a like-for-like small-corpus figure
     sub_path = Path(tmp) / "sub.parquet"
     pq.write_table(pa.table({"text": pa.array(sub, pa.large_string())}), sub_path)
@@ -284,30 +323,25 @@ def main() -> None:
     )
 
     # quality on planted pairs
-    texts = table.column(0)
     rng = random.Random(args.seed)
     sample = (
         planted if len(planted) <= args.quality_pairs else rng.sample(planted, args.quality_pairs)
     )
     a = np.array([p[0] for p in sample], np.int64)
     b = np.array([p[1] for p in sample], np.int64)
-    ta = texts.take(pa.array(a)).to_pylist()
-    tb = texts.take(pa.array(b)).to_pylist()
-    true = np.array([exact_jaccard(x, y) for x, y in zip(ta, tb)])
     labels = da["labels"]
+    ea, eb, _ = da["edges"]
+    pick = rng.sample(range(len(ea)), min(len(ea), args.quality_pairs))
+    member = np.flatnonzero((labels >= 0) & (labels != np.arange(len(labels))))
+    mpick = rng.sample(range(len(member)), min(len(member), args.quality_pairs))
+    need = np.concatenate([a, b, ea[pick], eb[pick], member[mpick], labels[member[mpick]]])
+    texts = _rows(path, need)
+    true = np.array([exact_jaccard(texts[x], texts[y]) for x, y in zip(a, b)])
     found = (labels[a] == labels[b]) & (labels[a] >= 0)
     pos = true >= args.threshold
     recall = found[pos].mean() if pos.any() else float("nan")
-    ea, eb, _ = da["edges"]
-    pick = rng.sample(range(len(ea)), min(len(ea), args.quality_pairs))
-    edge_true = np.array(
-        [exact_jaccard(texts[int(ea[k])].as_py(), texts[int(eb[k])].as_py()) for k in pick]
-    )
-    member = np.flatnonzero((labels >= 0) & (labels != np.arange(len(labels))))
-    mpick = rng.sample(list(member), min(len(member), args.quality_pairs))
-    member_true = np.array(
-        [exact_jaccard(texts[int(m)].as_py(), texts[int(labels[m])].as_py()) for m in mpick]
-    )
+    edge_true = np.array([exact_jaccard(texts[ea[k]], texts[eb[k]]) for k in pick])
+    member_true = np.array([exact_jaccard(texts[m], texts[labels[m]]) for m in member[mpick]])
     print(f"\nquality vs exact Jaccard (threshold {args.threshold}, {len(sample):,} planted pairs)")
     print(
         f"  recall, planted pairs with Jaccard >= threshold: {recall:.4f} ({int(pos.sum()):,} pairs)"
