@@ -49,6 +49,7 @@ def sample_update(
     *,
     max_chars: int,
     view: str = "input_text",
+    view_params: dict[str, Any] | None = None,
     mask: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Offer the batch's labeled rows (optionally only where ``mask``) to the sample."""
@@ -72,7 +73,7 @@ def sample_update(
         idx, prio = idx[order], prio[order]
     if not idx.size:
         return state
-    texts = batch.feature(view)
+    texts = batch.feature(view, **(view_params or {}))
     new = []
     for i, p in zip(idx.tolist(), prio.tolist()):
         t = texts[i].as_py()

@@ -1,0 +1,386 @@
+"""LBL003: class balance per split, classes missing from a split, label drift; the per-class table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from . import _common, _conflicts
+from .likely_mislabels import run_probe
+
+
+def _split_start(kind: str) -> dict[str, Any]:
+    return {"kind": kind, "rows": 0, "counts": {}, "types": {}, "null_rows": [], "odd": []}
+
+
+class ClassBalance(Rule):
+    """Class counts and shares per split, missing classes, label drift, and the per-class table.
+
+    What it does:
+        Counts every class per split (labels may be strings, ints, bools or a mix) and reports
+        the imbalance ratio (largest / smallest class), classes missing from a split - a class
+        that a validation/test split has but train never shows is an error, since no model can
+        learn it - rows with a null label, a label column that mixes types, and label drift of
+        each validation/test split against train with effect sizes (Jensen-Shannon divergence
+        and Cramér's V of the split x class table) next to the chi-squared p-value.
+        Its ``details.classes`` is the per-class table that answers "which classes fail?" in one
+        place: rows and share per split, conflict rate (rows in an exact same-input/different-
+        label group, as LBL001), estimated label noise and worst confusions (from the LBL002
+        probe on the same seeded sample; the probe runs once per audit for both rules).
+
+    Why it matters:
+        "A model with 90% accuracy may still fail on one important class": rare classes, classes
+        the training data never shows, and a test split whose class mix differs from train make
+        aggregate metrics misleading.
+
+    Example:
+        ``test`` has 7 rows labeled ``pets`` and ``train`` none: an error finding. ``train`` is
+        70% ``computers`` and ``test`` 30%: a drift warning with Cramér's V 0.4.
+
+    Options:
+        max_imbalance: warn when largest / smallest class count exceeds this (default 20).
+        min_class_rows: classes with fewer train rows are noted as rare (default 5).
+        min_expected_rows: a train class missing from an eval split is a warning when the split
+            would be expected to hold at least this many of it, a note otherwise (default 5).
+        max_cramers_v: label drift warns at this effect size, when also p < 0.01 (default 0.1).
+        max_classes: more distinct values than this looks like free text or ids, not classes
+            (warned; the table lists the largest classes only; default 1000).
+        probe: add estimated noise and confusions from the LBL002 probe to the table (default
+            true; uses LBL002's default sample size and folds).
+    """
+
+    code = "LBL003"
+    name = "labels.class-balance"
+    groups = ("default", "labels")
+    severity = Severity.WARN
+    requires = ("label",)
+
+    def __init__(
+        self,
+        max_imbalance: float = 20.0,
+        min_class_rows: int = 5,
+        min_expected_rows: float = 5.0,
+        max_cramers_v: float = 0.1,
+        max_classes: int = 1000,
+        probe: bool = True,
+    ):
+        self.max_imbalance = max_imbalance
+        self.min_class_rows = min_class_rows
+        self.min_expected_rows = min_expected_rows
+        self.max_cramers_v = max_cramers_v
+        self.max_classes = max_classes
+        self.probe = probe
+
+    def check_options(self) -> None:
+        if float(self.max_imbalance) < 1:
+            raise ValueError(f"max_imbalance={self.max_imbalance} must be >= 1")
+        if not 0 < float(self.max_cramers_v) <= 1:
+            raise ValueError(f"max_cramers_v={self.max_cramers_v} must be in (0, 1]")
+
+    # -- state ----------------------------------------------------------------------------------
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        return {
+            "seed": ctx.seed,
+            "limit": ctx.max_examples,
+            "splits": {},
+            "conflicts": _conflicts.start("label"),
+            "sample": _common.sample_start(20000 if self.probe else 0),
+        }
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        sp = state["splits"].setdefault(batch.split, _split_start(batch.kind))
+        lab = batch.feature("label")
+        sp["rows"] += batch.num_rows
+        counts, types = sp["counts"], sp["types"]
+        for i, (v, t) in enumerate(zip(lab.values, lab.types)):
+            types[t] = types.get(t, 0) + 1
+            if v is None:
+                sp["null_rows"].append(batch.offset + i)
+            else:
+                counts[v] = counts.get(v, 0) + 1
+                if t != "string" and len(sp["odd"]) < state["limit"]:
+                    sp["odd"].append((batch.offset + i, t, v[:64]))
+        if batch.roles.has("input"):
+            _conflicts.update(state["conflicts"], batch)
+            if self.probe:
+                _common.sample_update(state["sample"], batch, state["seed"], max_chars=2000)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        splits = {}
+        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
+            sa = a["splits"].get(name)
+            sb = b["splits"].get(name)
+            if sa is None or sb is None:
+                src = sa or sb
+                splits[name] = {**src, "counts": dict(src["counts"]), "types": dict(src["types"])}
+                continue
+            counts = dict(sa["counts"])
+            for k, v in sb["counts"].items():
+                counts[k] = counts.get(k, 0) + v
+            types = dict(sa["types"])
+            for k, v in sb["types"].items():
+                types[k] = types.get(k, 0) + v
+            splits[name] = {
+                "kind": sa["kind"],
+                "rows": sa["rows"] + sb["rows"],
+                "counts": counts,
+                "types": types,
+                "null_rows": sa["null_rows"] + sb["null_rows"],
+                "odd": (sa["odd"] + sb["odd"])[: a["limit"]],
+            }
+        return {
+            "seed": a["seed"],
+            "limit": a["limit"],
+            "splits": splits,
+            "conflicts": _conflicts.merge(a["conflicts"], b["conflicts"]),
+            "sample": _common.sample_merge(a["sample"], b["sample"]),
+        }
+
+    # -- verdict --------------------------------------------------------------------------------
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        result = RuleResult(
+            thresholds={
+                "max_imbalance": self.max_imbalance,
+                "max_cramers_v": self.max_cramers_v,
+                "min_class_rows": self.min_class_rows,
+            }
+        )
+        splits = state["splits"]
+        train = ctx.train_split()
+        if train not in splits:
+            train = None
+        names = sorted(splits, key=lambda n: (n != train, n))
+        all_classes: dict[str, int] = {}
+        for sp in splits.values():
+            for k, v in sp["counts"].items():
+                all_classes[k] = all_classes.get(k, 0) + v
+
+        for name in names:
+            self._split_findings(result, ctx, name, splits[name], train)
+        if train is not None:
+            self._missing_and_drift(result, ctx, splits, train, names)
+
+        n_classes = len(all_classes)
+        result.metric("classes", n_classes, Direction.NONE)
+        if n_classes > int(self.max_classes):
+            result.findings.append(
+                Finding(
+                    message=f"the label column has {n_classes:,} distinct values (more than "
+                    f"max_classes={self.max_classes}): it looks like free text or an id, not a "
+                    "class; the per-class table lists the largest classes only",
+                    key="too_many_classes",
+                    count=n_classes,
+                )
+            )
+        if train is not None and len(splits[train]["counts"]) == 1:
+            (only,) = splits[train]["counts"]
+            result.findings.append(
+                Finding(
+                    message=f"{train}: every labeled row has the same label {only!r}; there is "
+                    "nothing to learn",
+                    key=f"single_class|{train}",
+                    split=train,
+                )
+            )
+        result.details = {"classes": self._table(state, ctx, splits, names, all_classes)}
+        return result
+
+    def _split_findings(self, result, ctx, name, sp, train) -> None:
+        counts = sp["counts"]
+        labeled = sum(counts.values())
+        nulls = len(sp["null_rows"])
+        result.metric("classes", len(counts), Direction.NONE, split=name)
+        result.metric(
+            "null_label_rate",
+            nulls / sp["rows"] if sp["rows"] else 0.0,
+            Direction.LOWER,
+            split=name,
+        )
+        if counts:
+            top = max(counts.values())
+            low = min(counts.values())
+            ratio = top / low
+            result.metric("imbalance_ratio", ratio, Direction.LOWER, split=name)
+            result.metric("majority_share", top / labeled, Direction.NONE, split=name)
+            if len(counts) > 1 and ratio > float(self.max_imbalance):
+                big = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                result.findings.append(
+                    Finding(
+                        message=f"{name}: classes are imbalanced {ratio:.1f}:1 (largest "
+                        f"{big[0][0]!r} {big[0][1]:,} rows, smallest {big[-1][0]!r} "
+                        f"{big[-1][1]:,}; max_imbalance={self.max_imbalance})",
+                        key=f"imbalance|{name}",
+                        count=len(counts),
+                        split=name,
+                        data={"ratio": ratio},
+                    )
+                )
+        if nulls:
+            result.flags.extend(Flag(name, r, detail="null label") for r in sp["null_rows"])
+            result.findings.append(
+                Finding(
+                    message=f"{name}: {nulls:,} of {sp['rows']:,} rows have no label (null)",
+                    key=f"null_label|{name}",
+                    count=nulls,
+                    split=name,
+                    examples=[ctx.example(name, r) for r in sp["null_rows"][: ctx.max_examples]],
+                )
+            )
+        types = {t: n for t, n in sp["types"].items() if t != "null"}
+        if len(types) > 1:
+            desc = ", ".join(f"{t} ({n:,})" for t, n in sorted(types.items()))
+            result.findings.append(
+                Finding(
+                    message=f"{name}: the label column mixes value types: {desc}; "
+                    "1 and '1' are the same class here but not to most training code",
+                    key=f"mixed_types|{name}",
+                    count=sum(types.values()),
+                    split=name,
+                    examples=[ctx.example(name, r, None, type=t, label=v) for r, t, v in sp["odd"]],
+                    data={"types": dict(sorted(types.items()))},
+                )
+            )
+        if name == train:
+            rare = sorted(c for c, n in counts.items() if n < int(self.min_class_rows))
+            if rare and len(counts) > 1:
+                result.findings.append(
+                    Finding(
+                        message=f"{name}: {len(rare)} classes have fewer than "
+                        f"{self.min_class_rows} rows: {', '.join(map(repr, rare[:20]))}",
+                        key=f"rare|{name}",
+                        severity=Severity.INFO,
+                        count=len(rare),
+                        split=name,
+                        data={"classes": rare[:1000]},
+                    )
+                )
+
+    def _missing_and_drift(self, result, ctx, splits, train, names) -> None:
+        tr = splits[train]["counts"]
+        tr_total = sum(tr.values())
+        for name in names:
+            if name == train:
+                continue
+            ev = splits[name]["counts"]
+            ev_total = sum(ev.values())
+            for cls in sorted(set(ev) - set(tr)):
+                result.findings.append(
+                    Finding(
+                        message=f"{name}: class {cls!r} ({ev[cls]:,} rows) never appears in "
+                        f"{train}; no model trained on {train} can predict it",
+                        key=f"unseen|{name}|{cls}",
+                        severity=Severity.ERROR,
+                        count=ev[cls],
+                        split=name,
+                        data={"class": cls},
+                    )
+                )
+            missing = sorted(set(tr) - set(ev))
+            if missing and ev_total:
+                expected = {c: tr[c] / tr_total * ev_total for c in missing}
+                worst = max(expected.values())
+                result.findings.append(
+                    Finding(
+                        message=f"{name}: {len(missing)} classes of {train} have no rows here, "
+                        f"so they are not evaluated: {', '.join(map(repr, missing[:20]))}",
+                        key=f"missing|{name}",
+                        severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
+                        count=len(missing),
+                        split=name,
+                        data={"classes": missing[:1000], "max_expected_rows": round(worst, 2)},
+                    )
+                )
+            if not ev_total or not tr_total:
+                continue
+            classes = sorted(set(tr) | set(ev))
+            p = np.array([tr.get(c, 0) for c in classes], float)
+            q = np.array([ev.get(c, 0) for c in classes], float)
+            js = _common.js_divergence(p, q)
+            chi2, v, dof = _common.chi2_cramers_v(np.vstack([p, q]))
+            pval = _common.chi2_pvalue(chi2, dof)
+            result.metric("label_js_divergence", js, Direction.LOWER, split=name)
+            result.metric("label_cramers_v", v, Direction.LOWER, split=name)
+            result.metric("label_chi2_pvalue", pval, Direction.NONE, split=name)
+            if v >= float(self.max_cramers_v) and (pval is None or pval < 0.01):
+                shifts = sorted(
+                    ((c, q[i] / q.sum() - p[i] / p.sum()) for i, c in enumerate(classes)),
+                    key=lambda kv: (-abs(kv[1]), kv[0]),
+                )
+                desc = ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:3])
+                result.findings.append(
+                    Finding(
+                        message=f"{name}: label distribution differs from {train} (Cramér's V "
+                        f"{v:.2f}, JS divergence {js:.3f}, p={pval if pval is None else f'{pval:.2g}'}); "
+                        f"largest share changes: {desc}",
+                        key=f"drift|{name}",
+                        count=ev_total,
+                        split=name,
+                        data={"cramers_v": v, "js_divergence": js, "p_value": pval},
+                    )
+                )
+
+    def _table(self, state, ctx, splits, names, all_classes) -> list[dict[str, Any]]:
+        # conflict rate per class (exact same-input groups, any split)
+        conflict_rows: dict[str, int] = {}
+        input_rows: dict[str, int] = {}
+        vocab = state["conflicts"]["vocab"]
+        for sc in _conflicts.find(state["conflicts"]).values():
+            for lid, n in sc.label_rows.items():
+                input_rows[vocab[lid]] = input_rows.get(vocab[lid], 0) + n
+            for g in sc.groups:
+                for lid in g.labels:
+                    conflict_rows[vocab[lid]] = conflict_rows.get(vocab[lid], 0) + 1
+        noise: dict[str, float] = {}
+        confusions: dict[str, list[dict[str, Any]]] = {}
+        if self.probe and state["sample"]["items"]:
+            run = run_probe(
+                state["sample"]["items"],
+                seed=state["seed"],
+                folds=5,
+                min_rows=50,
+                min_class_rows=5,
+                max_classes=200,
+            )
+            if not isinstance(run, str):
+                for j, c in enumerate(run.classes):
+                    noise[c] = round(float(run.cl.noise_rate[j]), 4)
+                    row = run.cl.joint[j]
+                    conf = sorted(
+                        (
+                            (run.classes[m], int(row[m]))
+                            for m in range(len(row))
+                            if m != j and row[m]
+                        ),
+                        key=lambda kv: (-kv[1], kv[0]),
+                    )
+                    confusions[c] = [{"likely": m, "rows": n} for m, n in conf[:3]]
+        table = []
+        top = sorted(all_classes.items(), key=lambda kv: (-kv[1], kv[0]))[: int(self.max_classes)]
+        for cls, total in top:
+            rows = {n: splits[n]["counts"].get(cls, 0) for n in names}
+            share = {
+                n: round(rows[n] / sum(splits[n]["counts"].values()), 6)
+                if splits[n]["counts"]
+                else 0.0
+                for n in names
+            }
+            table.append(
+                {
+                    "class": cls,
+                    "rows": total,
+                    "rows_by_split": rows,
+                    "share_by_split": share,
+                    "missing_from": [n for n in names if rows[n] == 0],
+                    "conflict_rate": round(conflict_rows.get(cls, 0) / input_rows[cls], 6)
+                    if input_rows.get(cls)
+                    else 0.0,
+                    "estimated_noise": noise.get(cls),
+                    "worst_confusions": confusions.get(cls, []),
+                }
+            )
+        return table
