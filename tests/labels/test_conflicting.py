@@ -65,3 +65,23 @@ def test_int_and_bool_labels_conflict():
     groups = report.result("LBL001")["details"]["groups"]
     assert [sorted(g["rows"]) for g in groups] == [[0, 6]]
     assert groups[0]["labels"] == {"0": 1, "1": 1}
+
+
+def test_fixture_near_duplicate_conflicts_found(fixtures_dir, ground_truth):
+    report = da.audit(fixtures_dir / "classification", select=["LBL001"])
+    groups = {tuple(sorted(g["rows"])): g for g in _groups(report)}
+    for c in ground_truth["classification"]["label_conflicts"]:
+        g = groups[tuple(sorted(c["rows"]))]
+        assert g["kind"] == c["kind"]
+        assert sorted(g["labels"]) == sorted(c["labels"])
+    # near duplicates that agree on their label are not conflicts
+    assert len(groups) == len(ground_truth["classification"]["label_conflicts"])
+
+
+def test_exact_only_when_near_duplicates_off(fixtures_dir):
+    report = da.audit(
+        fixtures_dir / "classification",
+        select=["LBL001"],
+        rules={"LBL001": {"near_duplicates": False}},
+    )
+    assert {g["kind"] for g in _groups(report)} == {"exact"}

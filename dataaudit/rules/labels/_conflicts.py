@@ -22,7 +22,7 @@ import xxhash
 from ...features import Batch
 
 EMPTY_HASH = np.uint64(xxhash.xxh3_64_intdigest(b""))
-MINHASH = {"num_perm": 128, "ngram": 5, "unit": "word", "seed": 1}
+MINHASH = {"num_perm": 128, "ngram": 5, "unit": "auto", "seed": 1}  # as DUP002
 
 
 def start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
