@@ -34,6 +34,9 @@ class ConflictingLabels(Rule):
         data without a label column the response is the label: identical prompts with different
         responses are reported as info (several good answers can be fine; a model learns their
         average).
+        Cost: per labeled row with an input it keeps a hash, a label id, the row id, a snippet
+        bounded by the report's example length and, with near_duplicates, the row's 128 uint32
+        MinHash values (~0.5 KB); groups are formed once, in finish.
 
     Why it matters:
         The same input with two labels is either an annotation error or an ill-defined class
@@ -48,9 +51,6 @@ class ConflictingLabels(Rule):
         near_duplicates: also group rows of one near-duplicate cluster (default true; needs the
             MinHash/LSH sketches, otherwise exact groups only).
         threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8).
-        Cost: per labeled row with an input it keeps a hash, a label id, the row id, a snippet
-        bounded by the report's example length and, with near_duplicates, the row's 128 uint32
-        MinHash values (~0.5 KB); groups are formed once, in finish.
         max_findings: at most this many groups become findings (largest first; every
             conflicting row is flagged regardless; default 100).
     """
