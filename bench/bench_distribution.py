@@ -179,11 +179,15 @@ def speed(tok, docs, fort, rows: int, batch_size: int) -> None:
     data = {"train": table.slice(0, rows - n_test), "test": table.slice(rows - n_test)}
     handle = resolve_tokenizer(tok)  # the same thread settings as the audit
     inner = handle.tokenizer
+
     # the limit: encode_batch_fast alone on the same batches (texts already Python strings)
-    t0 = time.perf_counter()
-    for i in range(0, rows, batch_size):
-        inner.encode_batch_fast(texts[i : i + batch_size])
-    t_limit = time.perf_counter() - t0
+    def encode_alone() -> float:
+        t0 = time.perf_counter()
+        for i in range(0, rows, batch_size):
+            inner.encode_batch_fast(texts[i : i + batch_size])
+        return time.perf_counter() - t0
+
+    first = encode_alone()
     audit({"train": table.slice(0, 200), "test": table.slice(200, 100)}, select=ALL_RULES)
     t0 = time.perf_counter()
     report = audit(
@@ -194,6 +198,7 @@ def speed(tok, docs, fort, rows: int, batch_size: int) -> None:
         batch_size=batch_size,
     )
     t_audit = time.perf_counter() - t0
+    t_limit = min(first, encode_alone())  # best of two, one before and one after the audit
     print(f"\n## speed: {rows:,} short rows, batch {batch_size}, {handle.unit}")
     print(f"{'':34s} {'seconds':>9s} {'rows/s':>11s} {'ratio':>7s}")
     print(f"{'encode_batch_fast alone':34s} {t_limit:9.2f} {rows / t_limit:11,.0f} {1:7.2f}")

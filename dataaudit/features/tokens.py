@@ -42,4 +42,6 @@ def tokens_feature(batch: Batch, tokenizer: str, view: str = "text") -> Tokens:
 
 @register_feature("token_lengths")
 def token_lengths_feature(batch: Batch, tokenizer: str, view: str = "text") -> np.ndarray:
-    return batch.feature("tokens", tokenizer=tokenizer, view=view).lengths
+    # same cache key as the rules that ask for "tokens" without a view: tokenize once
+    params = {"tokenizer": tokenizer} if view == "text" else {"tokenizer": tokenizer, "view": view}
+    return batch.feature("tokens", **params).lengths
