@@ -142,24 +142,44 @@ def normalize_text(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).casefold().split())
 
 
+_ASCII_WS_RUNS = r"[\t\n\v\f\r \x1c-\x1f]*[\t\n\v\f\r\x1c-\x1f][\t\n\v\f\r \x1c-\x1f]*| {2,}"
+
+
+def _arrow_normalize(arr: pa.Array) -> pa.Array:
+    """Lower, ASCII whitespace runs → one space, trimmed (the input is already NFKC)."""
+    # only runs that are not already a single space: replacing every space is ~15x slower
+    collapsed = pc.replace_substring_regex(pc.utf8_lower(arr), _ASCII_WS_RUNS, " ")
+    return pc.utf8_trim(collapsed, " ")
+
+
+def _mask(values: pa.Array) -> np.ndarray:
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def normalize_array(arr: pa.Array) -> pa.Array:
-    """Vectorized normalize_text: Arrow kernels for ASCII rows, Python for the rest."""
+    """Vectorized normalize_text with identical output.
+
+    NFKC runs in Python on non-ASCII rows only (its quick check makes it cheap); lower-casing and
+    whitespace collapsing run in Arrow on all rows; rows whose NFKC text holds a character where
+    Arrow's lower differs from casefold (see unicode_table) are redone fully in Python.
+    """
+    from .unicode_table import special_class
+
     arr = arr.cast(STRING)
-    ascii_mask = pc.fill_null(pc.string_is_ascii(arr), True)
-    lowered = pc.utf8_lower(arr)
-    collapsed = pc.utf8_trim_whitespace(
-        # only runs that are not already a single space: replacing every space is ~15x slower
-        pc.replace_substring_regex(
-            lowered, r"[\t\n\v\f\r \x1c-\x1f]*[\t\n\v\f\r\x1c-\x1f][\t\n\v\f\r \x1c-\x1f]*| {2,}", " "
-        )
-    )
-    if pc.all(ascii_mask).as_py():
-        return collapsed
-    values = collapsed.to_pylist()
-    originals = arr.to_pylist()
-    for i in np.flatnonzero(~np.asarray(ascii_mask.to_numpy(zero_copy_only=False), dtype=bool)):
-        values[i] = normalize_text(originals[i])
-    return pa.array(values, STRING)
+    non_ascii = ~_mask(pc.fill_null(pc.string_is_ascii(arr), True))
+    if not non_ascii.any():
+        return _arrow_normalize(arr)
+    where = pa.array(non_ascii)
+    originals = arr.filter(where).to_pylist()
+    nfkc = pa.array([unicodedata.normalize("NFKC", s) for s in originals], STRING)
+    out = _arrow_normalize(pc.replace_with_mask(arr, where, nfkc))
+    special = _mask(pc.fill_null(pc.match_substring_regex(nfkc, special_class()), False))
+    if special.any():
+        redo = pa.array([normalize_text(originals[j]) for j in np.flatnonzero(special)], STRING)
+        rows = np.zeros(len(arr), dtype=bool)
+        rows[np.flatnonzero(non_ascii)[special]] = True
+        out = pc.replace_with_mask(out, pa.array(rows), redo)
+    return out
 
 
 @register_feature("normalized")

@@ -1,0 +1,55 @@
+"""The vectorized normalization equals the Python definition exactly, on hostile Unicode."""
+
+from __future__ import annotations
+
+import random
+import unicodedata
+
+import pyarrow as pa
+import pytest
+
+from dataaudit.features import unicode_table
+from dataaudit.features.text import normalize_array, normalize_text
+
+ALPHABET = (
+    [chr(c) for c in list(range(0x20, 0x7F)) * 4]
+    + [chr(c) for c in range(0xA0, 0x250)]  # Latin-1, Latin Extended (ß, İ, ſ ...)
+    + [chr(c) for c in range(0x370, 0x3FF)]  # Greek (final sigma, iota subscript)
+    + [chr(c) for c in range(0x2000, 0x206F)]  # Unicode spaces, separators, zero-width
+    + [chr(c) for c in range(0x3000, 0x30FF)]  # CJK punctuation, ideographic space, kana
+    + [chr(c) for c in range(0xFB00, 0xFB07)]
+    + [chr(c) for c in range(0xFF00, 0xFF60)]
+    + [
+        "\t",
+        "\n",
+        "  ",
+        "\x0b",
+        "\x1c",
+        "\x1f",
+        "\x85",
+        "e\u0301",
+        "I\u0307",
+        "\U00010400",
+        "\U0001d400",
+    ]
+)
+
+
+def test_vectorized_normalization_equals_python_definition():
+    rng = random.Random(7)
+    rows = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(5000)]
+    rows += [None, "", "  A  b  ", "Straße", "ΣΑΣ ΟΔΟΣ", "I\u0307stanbul", "ﬁne\u00a0print"]
+    got = normalize_array(pa.array(rows, pa.large_string())).to_pylist()
+    for row, value in zip(rows, got):
+        assert value == (None if row is None else normalize_text(row)), repr(row)
+
+
+def test_ascii_only_batches_take_the_arrow_path():
+    rows = ["Hello   World\t\n", "  x ", None]
+    assert normalize_array(pa.array(rows)).to_pylist() == ["hello world", "x", None]
+
+
+def test_shipped_unicode_table_matches_this_environment():
+    if (pa.__version__, unicodedata.unidata_version) != unicode_table.VERSIONS:
+        pytest.skip("other library versions: the table is rebuilt at run time")
+    assert unicode_table.build_ranges() == unicode_table.RANGES
