@@ -171,6 +171,32 @@ def _absorb(state: ScanState, part: ScanState) -> None:
         )
 
 
+def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> Any:
+    """A spawn-context pool whose workers do not re-run the user's script.
+
+    Spawn, not fork: polars, pyarrow and tokenizers keep thread pools that fork can deadlock.
+    Spawned children normally import ``__main__`` again, which in a plain script (no
+    ``if __name__ == "__main__":`` guard) would call audit() recursively; hiding the main
+    module's path while the workers start avoids that. Rules defined in ``__main__`` itself
+    therefore cannot run with workers > 1.
+    """
+    import multiprocessing as mp
+
+    main = sys.modules.get("__main__")
+    hidden = {k: getattr(main, k) for k in ("__file__", "__spec__") if hasattr(main, k)}
+    try:
+        if "__file__" in hidden:
+            del main.__file__
+        if "__spec__" in hidden:
+            main.__spec__ = None
+        return mp.get_context("spawn").Pool(
+            workers, initializer=_init_worker, initargs=(rules, ctx)
+        )
+    finally:
+        for key, value in hidden.items():
+            setattr(main, key, value)
+
+
 def scan_parallel(
     state: ScanState,
     batches: Iterable[tuple[str, pa.RecordBatch]],
@@ -188,7 +214,6 @@ def scan_parallel(
     same as one pass (the conformance suite checks split-and-merge for every rule). At most
     2 x workers chunks are in flight, so memory stays bounded by the chunk size.
     """
-    import multiprocessing as mp
     from collections import deque
 
     rules = [(run.rule, run.severity) for run in state.runs]
@@ -208,10 +233,8 @@ def scan_parallel(
         if chunk:
             yield chunk
 
-    # spawn, not fork: polars, pyarrow and tokenizers keep thread pools that fork can deadlock
-    mp_ctx = mp.get_context("spawn")
     try:
-        with mp_ctx.Pool(workers, initializer=_init_worker, initargs=(rules, ctx)) as pool:
+        with _spawn_pool(workers, rules, ctx) as pool:
             pending: deque = deque()
             for chunk in chunks():
                 active = [run.active for run in state.runs]

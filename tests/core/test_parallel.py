@@ -49,3 +49,19 @@ def test_audit_with_workers_gives_the_same_report(fixtures_dir):
     two = audit(fixtures_dir / "classification", batch_size=100, workers=2)
     assert body(one) == body(two)
     assert one.flags().equals(two.flags())
+
+
+def test_workers_from_a_plain_script_without_main_guard(tmp_path, fixtures_dir):
+    """Spawned workers must not re-run the user's script (which would call audit() again)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "audit_me.py"
+    script.write_text(
+        "from dataaudit import audit\n"
+        f"r = audit({str(fixtures_dir / 'classification')!r}, select=['TXT'], workers=2, batch_size=64)\n"
+        "print('flagged', r.data['summary']['flagged_rows'])\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("flagged") == 1
