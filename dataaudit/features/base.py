@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,6 +39,12 @@ def register_lazy_feature(name: str, module: str) -> None:
 
 def feature_names() -> list[str]:
     return sorted(set(_FEATURES) | set(_LAZY_FEATURES))
+
+
+@cache
+def _defaults(fn: FeatureFn) -> dict[str, Any]:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # after the batch
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
 def _freeze(value: Any) -> Any:
@@ -92,14 +100,15 @@ class Batch:
         return self.column(name) if self.has_column(name) else None
 
     def feature(self, name: str, **params: Any) -> Any:
-        key = (name, _freeze(params))
-        if key not in self._cache:
+        fn = _FEATURES.get(name)
+        if fn is None and name in _LAZY_FEATURES:
+            importlib.import_module(_LAZY_FEATURES[name])
             fn = _FEATURES.get(name)
-            if fn is None and name in _LAZY_FEATURES:
-                importlib.import_module(_LAZY_FEATURES[name])
-                fn = _FEATURES.get(name)
-            if fn is None:
-                raise KeyError(f"unknown feature {name!r}; known: {', '.join(feature_names())}")
+        if fn is None:
+            raise KeyError(f"unknown feature {name!r}; known: {', '.join(feature_names())}")
+        # defaults spelled out or not are the same request: one cache entry, one computation
+        key = (name, _freeze({**_defaults(fn), **params}))
+        if key not in self._cache:
             self._cache[key] = fn(self, **params)
         return self._cache[key]
 

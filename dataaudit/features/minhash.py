@@ -65,7 +65,7 @@ def _shingles_feature(
     if unit == "auto":
         if not _no_spaces(batch).any():
             return batch.feature("_shingles", ngram=ngram, unit="word", seed=seed)
-        return shingle_auto(text, ngram, seed)
+        return shingle_auto(text, ngram, seed, cjk=_no_spaces(batch))
     sh = shingle(text, ngram, unit, seed)
     code = 1 if unit == "word" else 2
     return sh, np.where(sh.tokens > 0, code, 0).astype(np.uint8)

@@ -298,25 +298,36 @@ def _distinct_keys(sets: ShingleSets, rows: np.ndarray) -> tuple[np.ndarray, np.
 def cjk_rows(arr: pa.Array) -> np.ndarray:
     """Rows written mostly (>= 30% of characters) in a script without spaces between words."""
     n = len(arr)
-    if n == 0 or pc.all(pc.fill_null(pc.string_is_ascii(arr), True)).as_py():
-        return np.zeros(n, bool)
+    out = np.zeros(n, bool)
+    non_ascii = np.flatnonzero(
+        ~np.asarray(
+            pc.fill_null(pc.string_is_ascii(arr), True).to_numpy(zero_copy_only=False), bool
+        )
+    )
+    if not non_ascii.size:
+        return out
+    sub = arr.take(pa.array(non_ascii))  # the script regex is costly: ASCII rows cannot match
     count = pc.count_substring_regex(
-        arr, r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+        sub, r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
     )
     count = np.asarray(pc.fill_null(count, 0).to_numpy(zero_copy_only=False), np.int64)
     length = np.asarray(
-        pc.fill_null(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False), np.int64
+        pc.fill_null(pc.utf8_length(sub), 0).to_numpy(zero_copy_only=False), np.int64
     )
-    return (count > 0) & (count * 10 >= length * 3)
+    out[non_ascii] = (count > 0) & (count * 10 >= length * 3)
+    return out
 
 
-def shingle_auto(arr: pa.Array, ngram: int = 5, seed: int = 1) -> tuple[Shingles, np.ndarray]:
+def shingle_auto(
+    arr: pa.Array, ngram: int = 5, seed: int = 1, cjk: np.ndarray | None = None
+) -> tuple[Shingles, np.ndarray]:
     """Word shingles, but character shingles for rows in scripts without spaces.
 
     Returns the shingles and the unit per row (0 no shingle, 1 word, 2 char). The choice is made
     per row from the row's own text, so it does not depend on batching.
     """
-    cjk = cjk_rows(arr)
+    if cjk is None:
+        cjk = cjk_rows(arr)
     words = shingle(arr, ngram, "word", seed)
     if not cjk.any():
         unit = np.where(words.tokens > 0, 1, 0).astype(np.uint8)

@@ -53,3 +53,13 @@ def test_shipped_unicode_table_matches_this_environment():
     if (pa.__version__, unicodedata.unidata_version) != unicode_table.VERSIONS:
         pytest.skip("other library versions: the table is rebuilt at run time")
     assert unicode_table.build_ranges() == unicode_table.RANGES
+
+
+def test_a_feature_asked_with_or_without_its_defaults_is_computed_once():
+    from dataaudit.corpus import Roles
+    from dataaudit.features import Batch
+
+    batch = Batch("train", pa.RecordBatch.from_pylist([{"text": "A  b"}]), 0, Roles(text="text"))
+    first = batch.feature("normalized")
+    assert batch.feature("normalized", view="text") is first
+    assert len([k for k in batch._cache if k[0] == "normalized"]) == 1
