@@ -232,6 +232,16 @@ def _from_name(text: str) -> TokenizerHandle:
     looks_like_path = text.endswith(".json") or text.startswith((".", "/", "~")) or os.sep in text
     if looks_like_path and text.count("/") != 1:
         raise TokenizerError(f"tokenizer: {text} not found; pass the path to a tokenizer.json.")
+    cached = _cached_hub_file(text)
+    if cached is not None:
+        return _from_tokenizer(Tokenizer.from_file(cached), text)
+    if os.environ.get("HF_HUB_OFFLINE") or not _hub_reachable():
+        # fail in milliseconds with the fix, instead of half a minute of retries
+        raise TokenizerError(
+            f"tokenizer: {text!r} is not in the local Hugging Face cache and the Hub cannot be "
+            "reached; pass a local file instead: tokenizer='path/to/tokenizer.json' "
+            "(save one with tokenizer.save(...) on a machine that has it)."
+        )
     try:
         tok = Tokenizer.from_pretrained(text)
     except Exception as exc:
@@ -241,6 +251,25 @@ def _from_name(text: str) -> TokenizerHandle:
             f"download it elsewhere and pass tokenizer='path/to/tokenizer.json'."
         ) from None
     return _from_tokenizer(tok, text)
+
+
+def _cached_hub_file(repo: str) -> str | None:
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return hf_hub_download(repo, "tokenizer.json", local_files_only=True)
+    except Exception:
+        return None
+
+
+def _hub_reachable(host: str = "huggingface.co") -> bool:
+    import socket
+
+    try:
+        socket.getaddrinfo(host, 443)
+        return True
+    except OSError:
+        return False
 
 
 def get_handle(key: str) -> TokenizerHandle:

@@ -84,3 +84,20 @@ def test_unknown_table_marks_unk(bpe):
     assert h.unknown_table[unk] and h.unknown_table.sum() == 1
     ids, _ = h.encode(pa.array(["the 💥 function"]))
     assert np.any(h.unknown_table[ids])
+
+
+def test_hub_name_uses_the_local_cache_and_fails_fast_offline(monkeypatch, bpe_path):
+    from dataaudit import tokenizer as tk
+
+    def never(*a, **k):
+        raise AssertionError("must not go to the network")
+
+    monkeypatch.setattr(tk, "_hub_reachable", lambda host="huggingface.co": False)
+    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo: None)
+    from tokenizers import Tokenizer
+
+    monkeypatch.setattr(Tokenizer, "from_pretrained", staticmethod(never))
+    with pytest.raises(TokenizerError, match="not in the local Hugging Face cache"):
+        resolve_tokenizer("some-org/some-model")
+    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo: str(bpe_path))
+    assert resolve_tokenizer("some-org/some-model") is not None
