@@ -31,6 +31,18 @@ def minhash_params(rule: Any) -> dict[str, Any]:
     return {"num_perm": int(rule.num_perm), "ngram": int(rule.ngram), "unit": rule.unit, "seed": 1}
 
 
+def check_minhash_options(rule: Any) -> None:
+    """The option checks DUP002 and LEAK001 share (both build on the same MinHash features)."""
+    if not 0.0 < float(rule.threshold) <= 1.0:
+        raise ValueError(f"threshold={rule.threshold}: must be in (0, 1]")
+    if int(rule.num_perm) < 1 or int(rule.ngram) < 1:
+        raise ValueError("num_perm and ngram must be >= 1")
+    if rule.unit not in UNITS:
+        raise ValueError(f"unit={rule.unit!r}: use one of {', '.join(UNITS)}")
+    if rule.verify not in VERIFY:
+        raise ValueError(f"verify={rule.verify!r}: use one of {', '.join(VERIFY)}")
+
+
 def lsh_params(rule: Any) -> tuple[int, int]:
     if rule.bands is not None and rule.rows is not None:
         return int(rule.bands), int(rule.rows)
@@ -103,14 +115,7 @@ class NearDuplicates(Rule):
         self.max_findings = max_findings
 
     def check_options(self) -> None:
-        if not 0.0 < float(self.threshold) <= 1.0:
-            raise ValueError(f"threshold={self.threshold}: must be in (0, 1]")
-        if int(self.num_perm) < 1 or int(self.ngram) < 1:
-            raise ValueError("num_perm and ngram must be >= 1")
-        if self.unit not in UNITS:
-            raise ValueError(f"unit={self.unit!r}: use one of {', '.join(UNITS)}")
-        if self.verify not in VERIFY:
-            raise ValueError(f"verify={self.verify!r}: use one of {', '.join(VERIFY)}")
+        check_minhash_options(self)
         if (self.bands is None) != (self.rows is None):
             raise ValueError("set both bands and rows, or neither")
         if self.bands is not None and int(self.bands) * int(self.rows) > int(self.num_perm):

@@ -12,7 +12,7 @@ from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
 from ..duplicates._common import append, cat, key_hex, merge_splits, nonempty_hash, snippet, texts
-from ..duplicates.near import UNITS, VERIFY, minhash_params
+from ..duplicates.near import check_minhash_options, minhash_params
 
 MAX_MATCHES = 5
 
@@ -72,12 +72,7 @@ class TrainEvalOverlap(Rule):
         self.max_findings = max_findings
 
     def check_options(self) -> None:
-        if not 0.0 < float(self.threshold) <= 1.0:
-            raise ValueError(f"threshold={self.threshold}: must be in (0, 1]")
-        if self.unit not in UNITS:
-            raise ValueError(f"unit={self.unit!r}: use one of {', '.join(UNITS)}")
-        if self.verify not in VERIFY:
-            raise ValueError(f"verify={self.verify!r}: use one of {', '.join(VERIFY)}")
+        check_minhash_options(self)
         for p in self.pairs or []:
             if len(p) != 2:
                 raise ValueError(f"pairs: {p!r} is not [eval_split, reference_split]")
