@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
+from ...reference import match_reference_split, pair_label, reference_sketch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from . import _common, _conflicts
 from .likely_mislabels import run_probe
@@ -15,6 +17,31 @@ from .likely_mislabels import run_probe
 
 def _split_start(kind: str) -> dict[str, Any]:
     return {"kind": kind, "rows": 0, "counts": {}, "types": {}, "null_rows": [], "odd": []}
+
+
+OTHER = "(other)"  # the bucket of the classes a bounded sketch does not list one by one
+_UNLISTED = "\x00unlisted"  # internal key: share of a class the reference does not list
+_MAX_KEY_CHARS = 200  # longer class names are stored as a prefix + hash in the sketch
+
+
+def _class_key(cls: str) -> str:
+    """The class as stored in a sketch: itself, or a bounded prefix + hash for very long names."""
+    if len(cls) <= _MAX_KEY_CHARS:
+        return cls
+    digest = hashlib.blake2b(cls.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{cls[:160]}…#{digest}"
+
+
+def _keyed(counts: dict[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for cls, n in counts.items():
+        k = _class_key(cls)
+        out[k] = out.get(k, 0) + n
+    return out
+
+
+def _fmt_p(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.2g}"
 
 
 class ClassBalance(Rule):
@@ -32,6 +59,22 @@ class ClassBalance(Rule):
         label group, as LBL001), estimated label noise and worst confusions (from the LBL002
         probe on the same seeded sample; the probe runs once per audit for both rules).
 
+        With a reference (``audit(new, reference=old)``, a dataset or a saved report; CLI
+        ``--reference``) every split is also compared with the reference split of the same name
+        (else the same kind): the same effect sizes and threshold as between splits (metrics
+        with the ``_vs_reference`` suffix: ``label_js_divergence_vs_reference``,
+        ``label_cramers_v_vs_reference``, ``label_chi2_pvalue_vs_reference``), and classes that
+        appeared or disappeared since the reference are findings (notes, severity info, when the
+        class would be expected to hold fewer than ``min_expected_rows`` rows). The reference
+        side is the rule's sketch, published in ``details.sketch`` so a saved report can serve
+        as the reference: per split, the row count and the class counts, bounded to the
+        ``max_classes`` largest classes plus an ``"(other)"`` bucket (``other_rows``,
+        ``other_classes``) summing the rest; class names longer than 200 characters are kept
+        as a prefix + hash. Against a bucketed reference, classes outside its listed ones are
+        compared through the ``"(other)"`` bucket and are not reported as new. A reference
+        without a label column (or an older report without the sketch) skips the comparison
+        with the reason in ``details.notes`` and an info finding.
+
     Why it matters:
         "A model with 90% accuracy may still fail on one important class": rare classes, classes
         the training data never shows, and a test split whose class mix differs from train make
@@ -40,6 +83,8 @@ class ClassBalance(Rule):
     Example:
         ``test`` has 7 rows labeled ``pets`` and ``train`` none: an error finding. ``train`` is
         70% ``computers`` and ``test`` 30%: a drift warning with Cramér's V 0.4.
+        ``audit(v2, reference=v1)`` where v1's train was 50% ``spam`` and v2's is 10%: a
+        warning "train: label distribution differs from reference train (Cramér's V 0.44...)".
 
     Options:
         max_imbalance: warn when largest / smallest class count exceeds this (default 20).
@@ -48,7 +93,8 @@ class ClassBalance(Rule):
             would be expected to hold at least this many of it, a note otherwise (default 5).
         max_cramers_v: label drift warns at this effect size, when also p < 0.01 (default 0.1).
         max_classes: more distinct values than this looks like free text or ids, not classes
-            (warned; the table lists the largest classes only; default 1000).
+            (warned; the table and the reference sketch list the largest classes only;
+            default 1000).
         probe: add estimated noise and confusions from the LBL002 probe to the table (default
             true; uses LBL002's default sample size and folds).
     """
@@ -58,6 +104,7 @@ class ClassBalance(Rule):
     groups = ("default", "labels")
     severity = Severity.WARN
     requires = ("label",)
+    reference_aware = True
 
     def __init__(
         self,
@@ -80,6 +127,8 @@ class ClassBalance(Rule):
             raise ValueError(f"max_imbalance={self.max_imbalance} must be >= 1")
         if not 0 < float(self.max_cramers_v) <= 1:
             raise ValueError(f"max_cramers_v={self.max_cramers_v} must be in (0, 1]")
+        if int(self.max_classes) < 1:
+            raise ValueError(f"max_classes={self.max_classes} must be >= 1")
 
     # -- state ----------------------------------------------------------------------------------
     def start(self, ctx: AuditContext) -> dict[str, Any]:
@@ -141,6 +190,25 @@ class ClassBalance(Rule):
             "sample": _common.sample_merge(a["sample"], b["sample"]),
         }
 
+    def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Per split: rows, labeled rows, class counts (bounded to ``max_classes`` + other)."""
+        cap = int(self.max_classes)
+        out: dict[str, Any] = {"max_classes": cap, "kinds": {}, "splits": {}}
+        for name, sp in sorted(state["splits"].items()):
+            counts = _keyed(sp["counts"])
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            rest = ranked[cap:]
+            out["kinds"][name] = sp["kind"]
+            out["splits"][name] = {
+                "rows": sp["rows"],
+                "labeled": sum(counts.values()),
+                "classes": len(counts),
+                "counts": dict(sorted(ranked[:cap])),
+                "other_rows": sum(n for _, n in rest),
+                "other_classes": len(rest),
+            }
+        return out
+
     # -- verdict --------------------------------------------------------------------------------
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         result = RuleResult(
@@ -164,6 +232,7 @@ class ClassBalance(Rule):
             self._split_findings(result, ctx, name, splits[name], train)
         if train is not None:
             self._missing_and_drift(result, ctx, splits, train, names)
+        comparisons, notes, ref_shares = self._vs_reference(result, ctx, splits, train)
 
         n_classes = len(all_classes)
         result.metric("classes", n_classes, Direction.NONE)
@@ -187,8 +256,187 @@ class ClassBalance(Rule):
                     split=train,
                 )
             )
-        result.details = {"classes": self._table(state, ctx, splits, names, all_classes)}
+        table = self._table(state, ctx, splits, names, all_classes)
+        if ref_shares:
+            for row in table:
+                key = _class_key(row["class"])
+                row["reference_share_by_split"] = {
+                    n: shares.get(key, shares[_UNLISTED]) for n, shares in ref_shares.items()
+                }
+        result.details = {
+            "classes": table,
+            "comparisons": comparisons,
+            "notes": notes,
+            "sketch": self.sketch(state),
+        }
         return result
+
+    # -- against a reference (audit(new, reference=old)) ----------------------------------------
+    def _vs_reference(
+        self, result: RuleResult, ctx: AuditContext, splits: dict[str, Any], train: str | None
+    ) -> tuple[dict[str, Any], list[str], dict[str, dict[str, float | None]]]:
+        comparisons: dict[str, Any] = {}
+        notes: list[str] = []
+        ref_shares: dict[str, dict[str, float | None]] = {}
+        ref = reference_sketch(ctx, self.code)
+        if ref is None:
+            return comparisons, notes, ref_shares
+        reason = None
+        if not isinstance(ref, dict):
+            reason = "the reference sketch is not readable"
+        elif "unavailable" in ref:
+            reason = str(ref["unavailable"])
+        elif not isinstance(ref.get("splits"), dict) or not ref["splits"]:
+            reason = "the reference has no labeled split"
+        if reason is not None:
+            self._ref_skipped(result, notes, f"reference comparison skipped: {reason}")
+            return comparisons, notes, ref_shares
+        ref_splits = ref["splits"]
+        kinds = ref.get("kinds", {}) if isinstance(ref.get("kinds"), dict) else {}
+        for split in sorted(splits, key=lambda s: (s != train, s)):
+            base = match_reference_split(ctx, split, ref_splits, kinds)
+            if base is None:
+                notes.append(f"reference comparison: no reference split matches {split!r}")
+                continue
+            rb = ref_splits[base]
+            label = pair_label("reference", base, split)
+            if not isinstance(rb, dict) or not isinstance(rb.get("counts"), dict):
+                notes.append(f"{label}: skipped (the reference sketch of {base!r} is malformed)")
+                continue
+            shares = self._compare_ref(result, split, base, label, splits[split], rb, comparisons)
+            if shares is None:
+                notes.append(f"{label}: skipped (no labeled rows on one side)")
+            else:
+                ref_shares[split] = shares
+        if not comparisons:
+            why = "; ".join(notes) or "no split to compare"
+            self._ref_skipped(result, [], f"reference comparison skipped: {why}")
+        return comparisons, notes, ref_shares
+
+    @staticmethod
+    def _ref_skipped(result: RuleResult, notes: list[str], reason: str) -> None:
+        notes.append(reason)
+        result.findings.append(
+            Finding(message=reason, key="reference_skipped", severity=Severity.INFO)
+        )
+
+    def _compare_ref(
+        self,
+        result: RuleResult,
+        split: str,
+        base: str,
+        label: str,
+        sp: dict[str, Any],
+        rb: dict[str, Any],
+        comparisons: dict[str, Any],
+    ) -> dict[str, float | None] | None:
+        cur = _keyed(sp["counts"])
+        rc = {str(k): int(v) for k, v in rb["counts"].items()}
+        r_other = int(rb.get("other_rows", 0) or 0)
+        bucketed = int(rb.get("other_classes", 0) or 0) > 0
+        r_total = sum(rc.values()) + r_other
+        c_total = sum(cur.values())
+        if not r_total or not c_total:
+            return None
+        if bucketed:
+            # classes the reference did not list may hide in its "(other)" bucket
+            classes = sorted(rc)
+            c_other = sum(n for c, n in cur.items() if c not in rc)
+            p = np.array([rc[c] for c in classes] + [r_other], float)
+            q = np.array([cur.get(c, 0) for c in classes] + [c_other], float)
+            columns = [*classes, OTHER]
+            appeared: list[str] = []
+        else:
+            columns = sorted(set(rc) | set(cur))
+            p = np.array([rc.get(c, 0) for c in columns], float)
+            q = np.array([cur.get(c, 0) for c in columns], float)
+            appeared = sorted(set(cur) - set(rc))
+        gone = sorted(c for c in rc if rc[c] and c not in cur)
+        js = _common.js_divergence(p, q)
+        chi2, v, dof = _common.chi2_cramers_v(np.vstack([p, q]))
+        pval = _common.chi2_pvalue(chi2, dof)
+        drift = bool(v >= float(self.max_cramers_v) and (pval is None or pval < 0.01))
+        result.metric("label_js_divergence_vs_reference", js, Direction.LOWER, split=split)
+        result.metric("label_cramers_v_vs_reference", v, Direction.LOWER, split=split)
+        result.metric("label_chi2_pvalue_vs_reference", pval, Direction.NONE, split=split)
+        result.metric("classes_new_vs_reference", len(appeared), Direction.LOWER, split=split)
+        result.metric("classes_gone_vs_reference", len(gone), Direction.LOWER, split=split)
+        ps, qs = p / p.sum(), q / q.sum()
+        comparisons[label] = {
+            "reference_split": base,
+            "js_divergence": round(js, 6),
+            "cramers_v": round(v, 6),
+            "chi2": round(chi2, 6),
+            "dof": dof,
+            "p_value": None if pval is None else float(f"{pval:.6g}"),
+            "drift": drift,
+            "reference_rows": r_total,
+            "rows": c_total,
+            "reference_bucketed": bucketed,
+            "new_classes": appeared[:1000],
+            "gone_classes": gone[:1000],
+        }
+        if drift:
+            shifts = sorted(
+                ((c, float(qs[i] - ps[i])) for i, c in enumerate(columns)),
+                key=lambda kv: (-abs(kv[1]), kv[0]),
+            )
+            desc = ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:3])
+            result.findings.append(
+                Finding(
+                    message=f"{split}: label distribution differs from reference {base} "
+                    f"(Cramér's V {v:.2f}, JS divergence {js:.3f}, p={_fmt_p(pval)}); "
+                    f"largest share changes: {desc}",
+                    key=f"drift_vs_reference|{split}|{base}",
+                    count=c_total,
+                    split=split,
+                    data={
+                        "reference_split": base,
+                        "cramers_v": v,
+                        "js_divergence": js,
+                        "p_value": pval,
+                        "shifts": {c: round(d, 6) for c, d in shifts[:20]},
+                    },
+                )
+            )
+        if appeared:
+            worst = max(cur[c] / c_total * r_total for c in appeared)
+            result.findings.append(
+                Finding(
+                    message=f"{split}: {len(appeared)} classes are new since reference {base}: "
+                    + ", ".join(f"{c!r} ({cur[c]:,} rows)" for c in appeared[:20]),
+                    key=f"new_vs_reference|{split}|{base}",
+                    severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
+                    count=len(appeared),
+                    split=split,
+                    data={
+                        "reference_split": base,
+                        "classes": appeared[:1000],
+                        "rows": {c: cur[c] for c in appeared[:1000]},
+                    },
+                )
+            )
+        if gone:
+            worst = max(rc[c] / r_total * c_total for c in gone)
+            result.findings.append(
+                Finding(
+                    message=f"{split}: {len(gone)} classes of reference {base} have no rows "
+                    "any more: " + ", ".join(f"{c!r} (had {rc[c]:,})" for c in gone[:20]),
+                    key=f"gone_vs_reference|{split}|{base}",
+                    severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
+                    count=len(gone),
+                    split=split,
+                    data={
+                        "reference_split": base,
+                        "classes": gone[:1000],
+                        "reference_rows": {c: rc[c] for c in gone[:1000]},
+                    },
+                )
+            )
+        # a class the reference does not list: 0 share, or unknown when it may be in "(other)"
+        shares: dict[str, float | None] = {c: round(rc[c] / r_total, 6) for c in rc}
+        shares[_UNLISTED] = None if bucketed else 0.0
+        return shares
 
     def _split_findings(self, result, ctx, name, sp, train) -> None:
         counts = sp["counts"]
@@ -315,7 +563,7 @@ class ClassBalance(Rule):
                 result.findings.append(
                     Finding(
                         message=f"{name}: label distribution differs from {train} (Cramér's V "
-                        f"{v:.2f}, JS divergence {js:.3f}, p={pval if pval is None else f'{pval:.2g}'}); "
+                        f"{v:.2f}, JS divergence {js:.3f}, p={_fmt_p(pval)}); "
                         f"largest share changes: {desc}",
                         key=f"drift|{name}",
                         count=ev_total,
