@@ -91,7 +91,16 @@ def _scan_reference(
     from .errors import DataAuditError
 
     try:
-        corpus = load_corpus(reference, split=config.split, roles=config.columns)
+        # a named column the reference lacks (an older version without `source`, say) drops that
+        # role there, so the rules that need it skip the comparison with a reason; the columns
+        # that carry the text must exist, or the reference cannot be compared at all
+        available = set(_reference_columns(reference, config))
+        roles = {
+            role: column
+            for role, column in config.columns.items()
+            if column in available or role in ("text", "prompt", "response", "messages")
+        }
+        corpus = load_corpus(reference, split=config.split, roles=roles)
     except DataAuditError as exc:
         raise InputError(f"reference: {exc}") from None
     options = {k: v for k, v in ctx.options.items() if k != _KEY}
@@ -117,6 +126,14 @@ def _scan_reference(
         sketch = run.rule.sketch(run.state)
         out[code] = {**sketch, "source": "dataset"}
     return out
+
+
+def _reference_columns(reference: Any, config: AuditConfig) -> list[str]:
+    from .corpus import load_corpus
+
+    corpus = load_corpus(reference, split=config.split)
+    schema = corpus.schema
+    return list(schema.names) if schema is not None else []
 
 
 def reference_sketch(ctx: AuditContext, code: str) -> dict[str, Any] | None:

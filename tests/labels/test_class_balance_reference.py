@@ -152,12 +152,19 @@ def test_reference_without_label_column_is_skipped_with_a_reason():
         report.metric("LBL003", "label_cramers_v_vs_reference", "train")
 
 
-def test_explicit_label_column_missing_from_reference_is_a_clear_error():
-    # an explicitly named column applies to the reference too (dataaudit/reference.py):
-    # a usage error naming the column, not a traceback from inside the rule
+def test_explicit_label_column_missing_from_reference_skips_the_comparison():
+    # an older version without the named label column: the role is dropped on the reference
+    # side, so the comparison is skipped with a reason instead of stopping the audit
     old = {s: [{"text": r["text"]} for r in rows] for s, rows in OLD.items()}
-    with pytest.raises(InputError, match=r"reference: label='label': no such column"):
-        _audit(OLD, reference=old, label="label")
+    res = _audit(OLD, reference=old, label="label").result("LBL003")
+    assert res["details"]["comparisons"] == {}
+    assert any("label" in n for n in res["details"]["notes"])
+
+
+def test_explicit_text_column_missing_from_reference_is_a_clear_error():
+    old = {s: [{"body": r["text"]} for r in rows] for s, rows in OLD.items()}
+    with pytest.raises(InputError, match=r"reference: text='text': no such column"):
+        _audit(OLD, reference=old, text="text")
 
 
 def test_reference_with_null_labels_only_is_skipped_with_a_reason():
