@@ -81,12 +81,18 @@ def _tokens(arr: pa.Array, unit: str) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     s = pl.Series("t", arr.cast(pa.large_string()))
-    sep, drop = (" ", "") if unit == "word" else ("", " ")
-    df = pl.DataFrame({"t": s.str.split(sep)}).with_row_index("r").explode("t")
-    df = df.filter(pl.col("t").is_not_null() & (pl.col("t") != drop))
-    rows = df["r"].to_numpy().astype(np.int64)
+    parts = s.str.split(" " if unit == "word" else "")
+    lens = parts.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
+    tok = parts.explode(empty_as_null=False, keep_nulls=False)
     # polars' string hash is deterministic for a given seed within one polars version
-    hashes = mix64(df["t"].hash(seed=0x5EED).to_numpy())
+    hashes = tok.hash(seed=0x5EED).to_numpy()
+    rows = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
+    drop = (tok.str.len_bytes() == 0) if unit == "word" else (tok == " ")
+    drop = drop.to_numpy()
+    if drop.any():
+        keep = ~drop
+        rows, hashes = rows[keep], hashes[keep]
+    hashes = _mix64_inplace(np.array(hashes, dtype=U64))
     return rows, hashes
 
 
