@@ -318,6 +318,9 @@ def _distinct_keys(sets: ShingleSets, rows: np.ndarray) -> tuple[np.ndarray, np.
     return keys, count
 
 
+_NO_SPACE = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+
+
 def cjk_rows(arr: pa.Array) -> np.ndarray:
     """Rows written mostly (>= 30% of characters) in a script without spaces between words."""
     n = len(arr)
@@ -330,14 +333,18 @@ def cjk_rows(arr: pa.Array) -> np.ndarray:
     if not non_ascii.size:
         return out
     sub = arr.take(pa.array(non_ascii))  # the script regex is costly: ASCII rows cannot match
-    count = pc.count_substring_regex(
-        sub, r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
-    )
-    count = np.asarray(pc.fill_null(count, 0).to_numpy(zero_copy_only=False), np.int64)
-    length = np.asarray(
-        pc.fill_null(pc.utf8_length(sub), 0).to_numpy(zero_copy_only=False), np.int64
-    )
-    out[non_ascii] = (count > 0) & (count * 10 >= length * 3)
+    # finding one such character is cheap; counting them one match at a time is not: count the
+    # rows that have one, as the characters removed by deleting whole runs of them
+    hit = pc.fill_null(pc.match_substring_regex(sub, _NO_SPACE), False)
+    hit = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+    if not hit.any():
+        return out
+    rows = non_ascii[hit]
+    sub = sub.filter(pa.array(hit))
+    length = np.asarray(pc.utf8_length(sub).to_numpy(zero_copy_only=False), np.int64)
+    rest = pc.replace_substring_regex(sub, _NO_SPACE + "+", "")
+    count = length - np.asarray(pc.utf8_length(rest).to_numpy(zero_copy_only=False), np.int64)
+    out[rows] = (count > 0) & (count * 10 >= length * 3)
     return out
 
 
