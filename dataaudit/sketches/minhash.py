@@ -358,18 +358,27 @@ def shingle_auto(
     """
     if cjk is None:
         cjk = cjk_rows(arr)
-    words = shingle(arr, ngram, "word", seed)
     if not cjk.any():
+        words = shingle(arr, ngram, "word", seed)
         unit = np.where(words.tokens > 0, 1, 0).astype(np.uint8)
         return words, unit
+    n = len(arr)
     idx = np.flatnonzero(cjk)
+    widx = np.flatnonzero(~cjk)
+    words = shingle(arr.take(pa.array(widx)), ngram, "word", seed)
     chars = shingle(arr.take(pa.array(idx)), ngram, "char", seed)
-    keep = ~cjk[words.row]
-    row = np.concatenate([words.row[keep], idx[chars.row]])
-    hashes = np.concatenate([words.hashes[keep], chars.hashes])
-    order = np.argsort(row, kind="stable")
-    tokens = words.tokens.copy()
+    wrow, crow = widx[words.row], idx[chars.row]
+    # merge the two row-sorted parts (their rows are disjoint): each element moves right by the
+    # number of the other part's elements in earlier rows (what a stable sort by row would do)
+    wcount = np.bincount(wrow, minlength=n)
+    ccount = np.bincount(crow, minlength=n)
+    row = np.repeat(np.arange(n, dtype=np.int64), wcount + ccount)
+    hashes = np.empty(len(row), U64)
+    hashes[np.arange(len(wrow)) + (np.cumsum(ccount) - ccount)[wrow]] = words.hashes
+    hashes[np.arange(len(crow)) + (np.cumsum(wcount) - wcount)[crow]] = chars.hashes
+    tokens = np.zeros(n, np.int64)
+    tokens[widx] = words.tokens
     tokens[idx] = chars.tokens
-    out = Shingles(words.num_rows, row[order], hashes[order], tokens)
+    out = Shingles(n, row, hashes, tokens)
     unit = np.where(tokens > 0, np.where(cjk, 2, 1), 0).astype(np.uint8)
     return out, unit
