@@ -203,7 +203,7 @@ def scan_parallel(
     ctx: AuditContext,
     *,
     workers: int,
-    chunk_rows: int = 65536,
+    chunk_rows: int = 16384,
     progress: bool = False,
     total_rows: int | None = None,
 ) -> ScanState:
