@@ -43,13 +43,17 @@ def test_parquet_with_split_column_gives_the_same_flags(classification, fixtures
         select=["TXT", "FMT"],
         rules={"TXT003": {"max_chars": 20000}},
     )
-    drop = {"12345"}  # parquet stores the planted number as a string (see fixtures/README.md)
-    a = classification.flags().filter(detail="text:not_string").height
-    assert a == 1 and len(drop) == 1
-    keep = lambda f: f.filter(f["detail"] != "text:not_string").sort(
-        ["split", "row", "code", "detail"]
-    )  # noqa: E731
-    assert keep(other.flags()).equals(keep(classification.flags()))
+    # parquet has one type per column, so the planted number is the string "12345" there
+    # (see fixtures/README.md): the JSONL read flags it, the parquet read cannot
+    assert classification.flags().filter(detail="text:not_string").height == 1
+    assert other.flags().filter(detail="text:not_string").height == 0
+
+    def without_type_flags(flags):
+        return flags.filter(flags["detail"] != "text:not_string").sort(
+            ["split", "row", "code", "detail"]
+        )
+
+    assert without_type_flags(other.flags()).equals(without_type_flags(classification.flags()))
 
 
 def test_chat_fixture(fixtures_dir, ground_truth):
