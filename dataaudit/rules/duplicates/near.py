@@ -31,6 +31,22 @@ def minhash_params(rule: Any) -> dict[str, Any]:
     return {"num_perm": int(rule.num_perm), "ngram": int(rule.ngram), "unit": rule.unit, "seed": 1}
 
 
+def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
+    """What DUP002 and LEAK001 both keep per row: signatures, exact-duplicate key, snippet and,
+    for exact verification, the shingle sets (all shared features, computed once per batch)."""
+    params = minhash_params(rule)
+    cols: dict[str, Any] = {
+        "rows": batch.row_ids,
+        "sig": batch.feature("minhash", **params),
+        "hash": nonempty_hash(batch),
+        "snip": snippet(batch, chars),
+    }
+    if rule.verify == "exact":
+        shingle_params = {k: v for k, v in params.items() if k != "num_perm"}
+        cols["sets"] = batch.feature("shingle_sets", **shingle_params)
+    return cols
+
+
 def check_minhash_options(rule: Any) -> None:
     """The option checks DUP002 and LEAK001 share (both build on the same MinHash features)."""
     if not 0.0 < float(rule.threshold) <= 1.0:
@@ -125,20 +141,9 @@ class NearDuplicates(Rule):
         return {"chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        params = minhash_params(self)
-        cols: dict[str, Any] = {
-            "rows": batch.row_ids,
-            "sig": batch.feature("minhash", **params),
-            "unit": batch.feature(
-                "shingle_unit", **{k: v for k, v in params.items() if k != "num_perm"}
-            ),
-            "hash": nonempty_hash(batch),
-            "snip": snippet(batch, state["chars"]),
-        }
-        if self.verify == "exact":
-            cols["sets"] = batch.feature(
-                "shingle_sets", **{k: v for k, v in params.items() if k != "num_perm"}
-            )
+        cols = minhash_columns(self, batch, state["chars"])
+        shingle_params = {k: v for k, v in minhash_params(self).items() if k != "num_perm"}
+        cols["unit"] = batch.feature("shingle_unit", **shingle_params)
         if batch.role("source") is not None:
             cols["source"] = source_values(batch)
         append(state, batch.split, **cols)

@@ -11,8 +11,8 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
-from ..duplicates._common import append, cat, key_hex, merge_splits, nonempty_hash, snippet, texts
-from ..duplicates.near import check_minhash_options, minhash_params
+from ..duplicates._common import append, cat, key_hex, merge_splits, texts
+from ..duplicates.near import check_minhash_options, minhash_columns
 
 MAX_MATCHES = 5
 
@@ -89,18 +89,7 @@ class TrainEvalOverlap(Rule):
         return {"chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        params = minhash_params(self)
-        cols: dict[str, Any] = {
-            "rows": batch.row_ids,
-            "sig": batch.feature("minhash", **params),
-            "hash": nonempty_hash(batch),
-            "snip": snippet(batch, state["chars"]),
-        }
-        if self.verify == "exact":
-            cols["sets"] = batch.feature(
-                "shingle_sets", **{k: v for k, v in params.items() if k != "num_perm"}
-            )
-        append(state, batch.split, **cols)
+        append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
