@@ -182,8 +182,19 @@ def run_dataaudit(path: Path, workers: int, threshold: float, tmp: str) -> dict:
     if workers == 1:
         outs = [_worker(j) for j in jobs]
     else:
-        with ProcessPoolExecutor(workers) as ex:
-            outs = list(ex.map(_worker, jobs))
+        # spawned, one thread each: a process per core, as audit(workers=N) runs them
+        import multiprocessing as mp
+
+        threads = {
+            k: "1" for k in ("POLARS_MAX_THREADS", "RAYON_NUM_THREADS") if k not in os.environ
+        }
+        os.environ.update(threads)
+        try:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+                outs = list(ex.map(_worker, jobs))
+        finally:
+            for k in threads:
+                os.environ.pop(k, None)
     t_sig = time.perf_counter() - t0
     # read the workers' files straight into preallocated arrays (no concatenation copies)
     n = sum(o[1] for o in outs)

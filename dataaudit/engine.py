@@ -8,6 +8,7 @@ the pass; the other rules finish. States are mergeable, so :func:`scan` can run 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -171,6 +172,9 @@ def _absorb(state: ScanState, part: ScanState) -> None:
         )
 
 
+_THREAD_VARS = ("POLARS_MAX_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS")
+
+
 def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> Any:
     """A spawn-context pool whose workers do not re-run the user's script.
 
@@ -184,6 +188,10 @@ def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditCont
 
     main = sys.modules.get("__main__")
     hidden = {k: getattr(main, k) for k in ("__file__", "__spec__") if hasattr(main, k)}
+    # one process per core: the libraries' own thread pools would only oversubscribe the cores
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    env = {k: threads for k in _THREAD_VARS if k not in os.environ}
+    os.environ.update(env)
     try:
         if "__file__" in hidden:
             del main.__file__
@@ -195,6 +203,8 @@ def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditCont
     finally:
         for key, value in hidden.items():
             setattr(main, key, value)
+        for key in env:
+            os.environ.pop(key, None)
 
 
 def scan_parallel(
