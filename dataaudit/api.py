@@ -8,7 +8,7 @@ from typing import Any
 
 from . import engine
 from .config import AuditConfig, build_rule, load_config
-from .context import AuditContext, SplitInfo
+from .context import AuditContext
 from .corpus import ROLE_NAMES, load_corpus
 from .errors import ConfigError, close_matches
 from .registry import load_rules, select_rules
@@ -88,9 +88,8 @@ def audit(
     )
     built, plugin_errors = resolve_rules(cfg)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns)
-    ctx = AuditContext(
-        splits={n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()},
-        roles=corpus.roles,
+    ctx = AuditContext.from_corpus(
+        corpus,
         max_examples=cfg.max_examples,
         example_chars=cfg.example_chars,
         seed=cfg.seed,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .corpus import Roles
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
 
 
 @dataclass
@@ -23,6 +26,12 @@ class AuditContext:
     example_chars: int = 200
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)  # audit-wide settings (e.g. tokenizer)
+
+    @classmethod
+    def from_corpus(cls, corpus: Corpus, **settings: Any) -> AuditContext:
+        """A context for ``corpus``: its splits (name, kind, rows if known) and roles."""
+        splits = {n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()}
+        return cls(splits=splits, roles=corpus.roles, **settings)
 
     def train_split(self) -> str | None:
         for name, info in self.splits.items():

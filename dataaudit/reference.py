@@ -86,7 +86,7 @@ def _scan_reference(
     reference: Any, rules: list[Rule], config: AuditConfig, ctx: AuditContext
 ) -> dict[str, Any]:
     from . import engine
-    from .context import AuditContext, SplitInfo
+    from .context import AuditContext
     from .corpus import load_corpus
     from .errors import DataAuditError
 
@@ -107,9 +107,8 @@ def _scan_reference(
     # the reference has no reference of its own; the marker only tells the drift rules'
     # skip_reason that this scan exists to be compared against
     options["reference"] = "<the reference itself>"
-    rctx = AuditContext(
-        splits={n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()},
-        roles=corpus.roles,
+    rctx = AuditContext.from_corpus(
+        corpus,
         max_examples=ctx.max_examples,
         example_chars=ctx.example_chars,
         seed=ctx.seed,
@@ -197,3 +196,18 @@ def comparison_plan(
 
 def pair_label(origin: str, base: str, split: str) -> str:
     return f"{split} vs {base}" if origin == "train" else f"{split} vs reference {base}"
+
+
+def close_comparisons(result: Any, notes: list[str], judged: int) -> None:
+    """Record a drift rule's notes; with no pair judged, the rule is skipped with the reasons."""
+    result.details["notes"] = notes
+    if not judged:
+        result.skipped = "; ".join(notes) or (
+            "nothing to compare: needs a train split and a validation/test split, or a "
+            "reference (reference=)"
+        )
+
+
+def rounded(v: Any) -> Any:
+    """Floats rounded for the report (6 decimals); anything else as it is."""
+    return round(v, 6) if isinstance(v, float) else v

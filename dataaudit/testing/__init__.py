@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..context import AuditContext, SplitInfo
+from ..context import AuditContext
 from ..corpus import Corpus, load_corpus
 from ..features import Batch
 from ..rule import Rule, RuleResult
@@ -155,9 +155,8 @@ def sample_corpus(kind: str = "classification", seed: int = 0) -> Corpus:
 
 
 def _context(corpus: Corpus, seed: int = 0) -> AuditContext:
-    return AuditContext(
-        splits={n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()},
-        roles=corpus.roles,
+    return AuditContext.from_corpus(
+        corpus,
         seed=seed,
         options={"tokenizer": None, "contamination_ref": [], "reference": None},
     )

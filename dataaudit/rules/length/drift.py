@@ -8,7 +8,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import comparison_plan, pair_label
+from ...reference import close_comparisons, comparison_plan, pair_label, rounded
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...stats import ks_binned, psi, quantile_groups, wasserstein_binned
@@ -156,7 +156,7 @@ class LengthDrift(Rule):
                 continue
             judged += 1
             c = self.compare(base, other)
-            result.details["comparisons"][label] = {k: _round(v) for k, v in c.items()}
+            result.details["comparisons"][label] = {k: rounded(v) for k, v in c.items()}
             suffix = "" if origin == "train" else "_vs_reference"
             result.metric(f"ks{suffix}", c["ks"], Direction.LOWER, split=split)
             result.metric(f"wasserstein{suffix}", c["wasserstein"], Direction.LOWER, split=split)
@@ -172,20 +172,9 @@ class LengthDrift(Rule):
                         ),
                         key=f"{origin}|{base_name}|{split}",
                         split=split,
-                        data={k: _round(v) for k, v in c.items()} | {"unit": unit},
+                        data={k: rounded(v) for k, v in c.items()} | {"unit": unit},
                     )
                 )
-        result.details["notes"] = notes
         result.details["sketch"] = self.sketch(state)
-        if not judged:
-            result.skipped = "; ".join(notes) or (
-                "nothing to compare: needs a train split and a validation/test split, or a "
-                "reference (reference=)"
-            )
+        close_comparisons(result, notes, judged)
         return result
-
-
-def _round(v: Any) -> Any:
-    if isinstance(v, float):
-        return round(v, 6)
-    return v

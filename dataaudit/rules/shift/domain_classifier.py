@@ -9,7 +9,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import comparison_plan, pair_label
+from ...reference import close_comparisons, comparison_plan, pair_label
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...stats import auc_confidence_interval
 from ._sample import BottomK
@@ -152,12 +152,7 @@ class DomainShift(Rule):
                         data=c,
                     )
                 )
-        result.details["notes"] = notes
-        if not judged:
-            result.skipped = "; ".join(notes) or (
-                "nothing to compare: needs a train split and a validation/test split, or a "
-                "reference (reference=)"
-            )
+        close_comparisons(result, notes, judged)
         return result
 
     def _classify(self, base: list[str], other: list[str], seed: int) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import comparison_plan, pair_label
+from ...reference import close_comparisons, comparison_plan, pair_label, rounded
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import CountVector
 from ...stats import js_divergence, js_terms
@@ -229,7 +229,7 @@ class TokenDrift(Rule):
                 continue
             judged += 1
             evidence = self._evidence(c, handle)
-            public = {k: _round(v) for k, v in c.items() if not k.startswith("_")}
+            public = {k: rounded(v) for k, v in c.items() if not k.startswith("_")}
             result.details["comparisons"][label] = {**public, **evidence}
             suffix = "" if origin == "train" else "_vs_reference"
             result.metric(f"js{suffix}", public["js"], Direction.LOWER, split=split)
@@ -249,13 +249,8 @@ class TokenDrift(Rule):
                         data={**public, **evidence, "unit": unit},
                     )
                 )
-        result.details["notes"] = notes
         result.details["sketch"] = self.sketch(state)
-        if not judged:
-            result.skipped = "; ".join(notes) or (
-                "nothing to compare: needs a train split and a validation/test split, or a "
-                "reference (reference=)"
-            )
+        close_comparisons(result, notes, judged)
         return result
 
     def _evidence(self, c: dict[str, Any], handle: Any) -> dict[str, Any]:
@@ -274,9 +269,3 @@ class TokenDrift(Rule):
                 for i in order
             ]
         return out
-
-
-def _round(v: Any) -> Any:
-    if isinstance(v, float):
-        return round(v, 6)
-    return v
