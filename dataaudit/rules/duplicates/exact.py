@@ -9,7 +9,17 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from ._common import append, cat, key_hex, merge_splits, nonempty_hash, per_source, snippet, texts
+from ._common import (
+    append,
+    cat,
+    key_hex,
+    merge_splits,
+    nonempty_hash,
+    per_source,
+    snippet,
+    source_values,
+    texts,
+)
 
 
 class ExactDuplicates(Rule):
@@ -60,8 +70,6 @@ class ExactDuplicates(Rule):
         }
         src = batch.role("source")
         if src is not None:
-            from ._common import source_values
-
             cols["source"] = source_values(batch)
         append(state, batch.split, **cols)
         return state

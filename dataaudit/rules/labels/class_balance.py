@@ -40,6 +40,18 @@ def _keyed(counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def _share_shifts(classes, base_shares, shares) -> list[tuple[Any, float]]:
+    """(class, share change), largest change first: the evidence of a label drift."""
+    return sorted(
+        ((c, float(shares[i] - base_shares[i])) for i, c in enumerate(classes)),
+        key=lambda kv: (-abs(kv[1]), kv[0]),
+    )
+
+
+def _describe_shifts(shifts: list[tuple[Any, float]], top: int = 3) -> str:
+    return ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:top])
+
+
 def _fmt_p(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.2g}"
 
@@ -377,11 +389,8 @@ class ClassBalance(Rule):
             "gone_classes": gone[:1000],
         }
         if drift:
-            shifts = sorted(
-                ((c, float(qs[i] - ps[i])) for i, c in enumerate(columns)),
-                key=lambda kv: (-abs(kv[1]), kv[0]),
-            )
-            desc = ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:3])
+            shifts = _share_shifts(columns, ps, qs)
+            desc = _describe_shifts(shifts)
             result.findings.append(
                 Finding(
                     message=f"{split}: label distribution differs from reference {base} "
@@ -555,11 +564,8 @@ class ClassBalance(Rule):
             result.metric("label_cramers_v", v, Direction.LOWER, split=name)
             result.metric("label_chi2_pvalue", pval, Direction.NONE, split=name)
             if v >= float(self.max_cramers_v) and (pval is None or pval < 0.01):
-                shifts = sorted(
-                    ((c, q[i] / q.sum() - p[i] / p.sum()) for i, c in enumerate(classes)),
-                    key=lambda kv: (-abs(kv[1]), kv[0]),
-                )
-                desc = ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:3])
+                shifts = _share_shifts(classes, p / p.sum(), q / q.sum())
+                desc = _describe_shifts(shifts)
                 result.findings.append(
                     Finding(
                         message=f"{name}: label distribution differs from {train} (Cramér's V "
