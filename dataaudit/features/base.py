@@ -106,11 +106,25 @@ class Batch:
             fn = _FEATURES.get(name)
         if fn is None:
             raise KeyError(f"unknown feature {name!r}; known: {', '.join(feature_names())}")
-        # defaults spelled out or not are the same request: one cache entry, one computation
-        key = (name, _freeze({**_defaults(fn), **params}))
+        key = self._key(name, fn, params)
         if key not in self._cache:
             self._cache[key] = fn(self, **params)
         return self._cache[key]
+
+    def cached(self, name: str, **params: Any) -> Any:
+        """The feature if something already computed it for this batch, else None (never
+        computes: for features that can use a costlier one when it is there anyway)."""
+        fn = _FEATURES.get(name)
+        return None if fn is None else self._cache.get(self._key(name, fn, params))
+
+    def cached_any(self, name: str) -> list[Any]:
+        """Every value of the feature computed so far for this batch, whatever its parameters."""
+        return [v for k, v in self._cache.items() if k[0] == name]
+
+    @staticmethod
+    def _key(name: str, fn: FeatureFn, params: dict[str, Any]) -> tuple[str, Any]:
+        # defaults spelled out or not are the same request: one cache entry, one computation
+        return (name, _freeze({**_defaults(fn), **params}))
 
     # the common ones, spelled out
     @property

@@ -1,7 +1,7 @@
 """Shingles, MinHash signatures and n-gram hashes: shared per-batch features.
 
-Computed once per batch from the normalized text (``batch.normalized``: NFKC, casefold,
-whitespace collapsed) and reused by every rule that asks with the same parameters: DUP002,
+Computed once per batch from the tokens of the normalized text (NFKC, casefold, whitespace
+collapsed; the ``token_text`` feature gives the same tokens for less work) and reused by every rule that asks with the same parameters: DUP002,
 LEAK001, LEAK002, LBL001 (conflicting labels among near duplicates) and the mixture rules.
 
 - ``batch.feature("minhash", num_perm=128, ngram=5, unit="word", seed=1)``: ``np.uint32`` array of
@@ -54,14 +54,14 @@ def _no_spaces(batch: Batch) -> np.ndarray:
 @register_feature("no_space_script")
 def no_space_script_feature(batch: Batch) -> np.ndarray:
     """Rows written mostly in a script without spaces between words (CJK, Thai, ...)."""
-    return cjk_rows(batch.normalized)
+    return cjk_rows(batch.feature("token_text"))
 
 
 @register_feature("_shingles")
 def _shingles_feature(
     batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> tuple[Shingles, np.ndarray]:
-    text = batch.normalized
+    text = batch.feature("token_text")
     if unit == "auto":
         if not _no_spaces(batch).any():
             return batch.feature("_shingles", ngram=ngram, unit="word", seed=seed)

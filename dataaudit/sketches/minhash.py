@@ -1,13 +1,12 @@
-"""Vectorized shingling and MinHash signatures over Arrow string arrays (numpy only).
+"""Shingling and MinHash signatures over Arrow string arrays, a whole batch at a time.
 
-Everything here works on a whole batch at once; there is no per-document or per-shingle Python
-loop.
+There is no per-document or per-shingle Python loop: the per-byte and per-shingle work runs in
+compiled loops (:mod:`dataaudit.sketches.kernels`), the rest in numpy.
 
 Tokens
-    ``unit="word"``: the space-separated words of the (already normalized) text.
-    ``unit="char"``: every non-space character (code point), for scripts without spaces.
-    Splitting and token hashing run in polars (Rust, no Python per token); the 64-bit token
-    hashes are mixed (splitmix64) and combined into shingles with numpy.
+    ``unit="word"``: the space-separated words of tokenizable text (normalized, or
+    ``tokenizable_array``: same tokens). ``unit="char"``: every non-space character (code
+    point), for scripts without spaces. Each token gets a 64-bit hash of its bytes.
 
 Shingles
     ``ngram`` consecutive tokens of one document, combined into a 64-bit hash seeded by ``seed``.
@@ -35,6 +34,7 @@ Exact sets
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -50,11 +50,13 @@ __all__ = [
     "pair_jaccard",
     "shingle",
     "shingle_sets",
+    "text_hashes",
 ]
 
 SENTINEL = np.uint32(0xFFFFFFFF)  #: every bin of a row without shingles
 U64 = np.uint64
-_Q = U64(0x9E3779B97F4A7C15)  # multiplier combining token hashes into a shingle hash
+NULL_HASH = U64(0)  #: :func:`text_hashes` of a null row
+EMPTY_HASH = U64(0x9E3779B97F4A7C15)  #: :func:`text_hashes` of a row without words
 _PROBES = 32
 
 
@@ -86,90 +88,91 @@ def _mix64_inplace(x: np.ndarray, xor: np.uint64 | None = None) -> np.ndarray:
     return x
 
 
-def _tokens(arr: pa.Array, unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """(row, 64-bit hash) of every token, in order: polars splits and hashes in Rust."""
-    import polars as pl
-
-    if unit not in ("word", "char"):
-        raise ValueError(f"unit={unit!r}: use 'word' or 'char'")
+def _text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(row offsets into the bytes, the rows' UTF-8 bytes); nulls are empty rows."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    s = pl.Series("t", arr.cast(pa.large_string()))
-    parts = s.str.split(" " if unit == "word" else "")
-    lens = parts.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
-    tok = parts.explode(empty_as_null=False, keep_nulls=False)
-    # polars' string hash is deterministic for a given seed within one polars version
-    hashes = tok.hash(seed=0x5EED).to_numpy()
-    rows = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
-    drop = (tok.str.len_bytes() == 0) if unit == "word" else (tok == " ")
-    drop = drop.to_numpy()
-    if drop.any():
-        keep = ~drop
-        rows, hashes = rows[keep], hashes[keep]
-    hashes = _mix64_inplace(np.array(hashes, dtype=U64))
-    return rows, hashes
+    arr = arr.cast(pa.large_string())
+    if arr.null_count:  # a null row may still own bytes
+        arr = pc.fill_null(arr, "")
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], np.int64, n + 1, arr.offset * 8)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(bufs[2], np.uint8, hi - lo, lo) if hi > lo else np.empty(0, np.uint8)
+    return offsets - lo, data
 
 
 @dataclass
 class Shingles:
-    """Shingle hashes of a batch: ``row[i]`` is the row of ``hashes[i]``; ``unit`` per row."""
+    """Shingle hashes of a batch, row by row: ``per_row[r]`` of them belong to row ``r``."""
 
     num_rows: int
-    row: np.ndarray  # int64
     hashes: np.ndarray  # uint64
+    per_row: np.ndarray  # int64 shingles per row
     tokens: np.ndarray  # int64 tokens per row
+    text_hashes: np.ndarray | None = None  # uint64 per row: see text_hashes()
+
+    @property
+    def row(self) -> np.ndarray:
+        """The row of each shingle."""
+        return np.repeat(np.arange(self.num_rows, dtype=np.int64), self.per_row)
 
     def counts(self) -> np.ndarray:
-        return np.bincount(self.row, minlength=self.num_rows)
+        return self.per_row
+
+
+def text_hashes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per row of tokenizable text, a 64-bit hash of its words: the exact-duplicate key
+    (:data:`NULL_HASH` for null, :data:`EMPTY_HASH` for a row without words). :func:`shingle`
+    computes the same keys on the way (``Shingles.text_hashes``)."""
+    from .kernels import hash_word_rows
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    offsets, data = _text_bytes(arr)
+    out = np.empty(len(arr), U64)
+    hash_word_rows(data, offsets, np.arange(len(arr)), EMPTY_HASH, out)
+    return _nulls_to(out, arr)
+
+
+def _nulls_to(hashes: np.ndarray, arr: pa.Array) -> np.ndarray:
+    if arr.null_count:
+        hashes[np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), bool)] = NULL_HASH
+    return hashes
 
 
 def shingle(
     arr: pa.Array, ngram: int = 5, unit: str = "word", seed: int = 1, short: str = "whole"
 ) -> Shingles:
-    """Hash every ``ngram``-token shingle of every row of an (already normalized) string array."""
+    """Hash every ``ngram``-token shingle of every row of a tokenizable string array."""
+    if unit not in ("word", "char"):
+        raise ValueError(f"unit={unit!r}: use 'word' or 'char'")
+    return shingle_rows(arr, np.full(len(arr), unit == "char"), ngram, seed, short)
+
+
+def shingle_rows(
+    arr: pa.Array, char_rows: np.ndarray, ngram: int = 5, seed: int = 1, short: str = "whole"
+) -> Shingles:
+    """Like :func:`shingle`, with the unit chosen per row (``char_rows``: character tokens)."""
+    from . import kernels
+
     if ngram < 1:
         raise ValueError(f"ngram={ngram}: must be >= 1")
-    nrows = len(arr)
-    tok_row, th = _tokens(arr, unit)
-    ntok = np.bincount(tok_row, minlength=nrows).astype(np.int64)
-    first = np.zeros(nrows, np.int64)
-    if nrows > 1:
-        np.cumsum(ntok[:-1], out=first[1:])
-    if short == "whole":
-        nsh = np.where(ntok > 0, np.maximum(ntok - ngram + 1, 1), 0)
-    elif short == "none":
-        nsh = np.maximum(ntok - ngram + 1, 0)
-    else:
+    if short not in ("whole", "none"):
         raise ValueError(f"short={short!r}: use 'whole' or 'none'")
-    total = int(nsh.sum())
-    row = np.repeat(np.arange(nrows, dtype=np.int64), nsh)
-    sh_first = np.zeros(nrows, np.int64)
-    if nrows > 1:
-        np.cumsum(nsh[:-1], out=sh_first[1:])
-    start = np.repeat(first - sh_first, nsh) + np.arange(total, dtype=np.int64)
-    # full-length shingles: combine shifted views of the token hashes (no gathers in the loop)
-    t = len(th)
-    padded = np.concatenate([th, np.zeros(ngram, U64)])
-    full = np.empty(t + 1, U64)
-    for lo in range(0, t + 1, _BLOCK):  # block by block: the chained ops stay in cache
-        hi = min(lo + _BLOCK, t + 1)
-        f = full[lo:hi]
-        f[:] = padded[lo:hi]
-        for k in range(1, ngram):
-            f *= _Q
-            f += padded[lo + k : hi + k]
-    acc = full[start]
-    short_rows = np.flatnonzero((ntok > 0) & (ntok < ngram)) if short == "whole" else []
-    if len(short_rows):  # one shingle of all tokens, zero-padded to ngram
-        pos = sh_first[short_rows]
-        sacc = np.zeros(len(short_rows), U64)
-        for k in range(ngram):
-            tok = np.where(k < ntok[short_rows], padded[first[short_rows] + k], U64(0))
-            sacc = sacc * _Q + tok
-        acc[pos] = sacc
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    offsets, data = _text_bytes(arr)
+    char_rows = np.ascontiguousarray(char_rows, dtype=np.bool_)
+    ntok = kernels.count_tokens(data, offsets, char_rows)
+    keys = np.empty(len(arr), U64)  # the exact-duplicate keys, from the same word tokens
+    tokens = kernels.hash_tokens(data, offsets, char_rows, ntok, keys, EMPTY_HASH)
+    if char_rows.any():
+        kernels.hash_word_rows(data, offsets, np.flatnonzero(char_rows), EMPTY_HASH, keys)
     seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
-    hashes = _mix64_inplace(acc, seed_mix)
-    return Shingles(nrows, row, hashes, ntok)
+    hashes, per_row = kernels.hash_shingles(tokens, ntok, ngram, seed_mix, short == "whole")
+    return Shingles(len(offsets) - 1, hashes, per_row, ntok, _nulls_to(keys, arr))
 
 
 def _probe_table(num_perm: int, seed: int) -> np.ndarray:
@@ -181,47 +184,11 @@ def minhash_signatures(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.n
     """One-permutation MinHash with optimal densification: uint32 array (rows, num_perm)."""
     if num_perm < 1:
         raise ValueError(f"num_perm={num_perm}: must be >= 1")
-    n, k = sh.num_rows, num_perm
-    sig = np.full(n * k, SENTINEL, np.uint32)
-    if len(sh.hashes):
-        h = sh.hashes  # already mixed
-        bins = ((h >> U64(32)) * U64(k)) >> U64(32)
-        vals = np.minimum(h & U64(0xFFFFFFFF), U64(0xFFFFFFFE)).astype(np.uint32)
-        np.minimum.at(sig, sh.row * k + bins.astype(np.int64), vals)
-    sig = sig.reshape(n, k)
-    filled = sig != SENTINEL
-    nonempty_rows = filled.any(axis=1)
-    n_empty = k - filled.sum(axis=1)
-    table = _probe_table(k, seed)  # (probes, k): bin j probes table[0, j], table[1, j], ...
-    # rows with a few empty bins: probe rounds over just those bins (reads only filled bins)
-    few = nonempty_rows & (n_empty > 0) & (n_empty <= k // 4)
-    todo_r, todo_c = np.nonzero(~filled & few[:, None])
-    for t in range(_PROBES):
-        if not len(todo_r):
-            break
-        src = table[t, todo_c]
-        ok = filled[todo_r, src]
-        sig[todo_r[ok], todo_c[ok]] = sig[todo_r[ok], src[ok]]
-        todo_r, todo_c = todo_r[~ok], todo_c[~ok]
-    # rows with many empty bins (short texts), and leftovers: all probes at once, per chunk
-    need = np.union1d(np.flatnonzero(nonempty_rows & (n_empty > k // 4)), todo_r)
-    if len(need):
-        cols = np.arange(k)
-        step = max(1, (1 << 22) // (_PROBES * k))
-        for lo in range(0, len(need), step):
-            rows = need[lo : lo + step]
-            f = filled[rows]
-            orig = sig[rows]
-            probed = f[:, table]  # (rows, probes, k): is the t-th probe of bin j non-empty?
-            found = probed.any(axis=1)
-            src = table[probed.argmax(axis=1), cols]
-            # fallback after the probes: next originally non-empty bin to the right, cyclically
-            pos = np.where(np.concatenate([f, f], axis=1), np.arange(2 * k), 4 * k)
-            nxt = np.minimum.accumulate(pos[:, ::-1], axis=1)[:, ::-1][:, :k] % k
-            src = np.where(found, src, nxt)
-            dense = np.take_along_axis(orig, src, axis=1)
-            sig[rows] = np.where(f, orig, dense)
-    return sig
+    from .kernels import densify, minhash_bins
+
+    k = num_perm
+    sig = minhash_bins(sh.hashes, sh.per_row, k, SENTINEL)
+    return densify(sig, _probe_table(k, seed), SENTINEL)
 
 
 def empty_rows(signatures: np.ndarray) -> np.ndarray:
@@ -265,7 +232,7 @@ def shingle_sets(sh: Shingles) -> ShingleSets:
     """Each row's 32-bit shingle hashes (CSR, ~4 bytes per shingle; repeats kept, no sorting:
     :func:`pair_jaccard` de-duplicates only the rows it compares)."""
     offsets = np.zeros(sh.num_rows + 1, np.int64)
-    np.cumsum(np.bincount(sh.row, minlength=sh.num_rows), out=offsets[1:])
+    np.cumsum(sh.per_row, out=offsets[1:])
     return ShingleSets(offsets, (sh.hashes >> U64(32)).astype(np.uint32))
 
 
@@ -318,11 +285,35 @@ def _distinct_keys(sets: ShingleSets, rows: np.ndarray) -> tuple[np.ndarray, np.
     return keys, count
 
 
-_NO_SPACE = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+# Code points of the scripts written without spaces between words: Han, Hiragana, Katakana,
+# Thai, Lao, Khmer, Myanmar, Tibetan (as RE2's \p{...} classes in pyarrow 26 define them; kept
+# here so the choice of shingle unit does not change with a library's Unicode tables).
+_NO_SPACE_RANGES = """
+e01-e3a e40-e5b e81-e82 e84 e86-e8a e8c-ea3 ea5 ea7-ebd ec0-ec4 ec6 ec8-ece ed0-ed9 edc-edf
+f00-f47 f49-f6c f71-f97 f99-fbc fbe-fcc fce-fd4 fd9-fda 1000-109f 1780-17dd 17e0-17e9
+17f0-17f9 19e0-19ff 2e80-2e99 2e9b-2ef3 2f00-2fd5 3005 3007 3021-3029 3038-303b 3041-3096
+309d-309f 30a1-30fa 30fd-30ff 31f0-31ff 32d0-32fe 3300-3357 3400-4dbf 4e00-9fff a9e0-a9fe
+aa60-aa7f f900-fa6d fa70-fad9 ff66-ff6f ff71-ff9d 16fe2-16fe3 16ff0-16ff1 1aff0-1aff3
+1aff5-1affb 1affd-1affe 1b000-1b122 1b132 1b150-1b152 1b155 1b164-1b167 1f200 20000-2a6df
+2a700-2b739 2b740-2b81d 2b820-2cea1 2ceb0-2ebe0 2ebf0-2ee5d 2f800-2fa1d 30000-3134a
+31350-323af
+"""
+
+
+@lru_cache(maxsize=1)
+def _no_space_table() -> np.ndarray:
+    """A bool per code point (up to plane 3): is it in a script written without spaces?"""
+    table = np.zeros(0x40000, np.bool_)
+    for tok in _NO_SPACE_RANGES.split():
+        lo, _, hi = tok.partition("-")
+        table[int(lo, 16) : int(hi or lo, 16) + 1] = True
+    return table
 
 
 def cjk_rows(arr: pa.Array) -> np.ndarray:
     """Rows written mostly (>= 30% of characters) in a script without spaces between words."""
+    from .kernels import script_share
+
     n = len(arr)
     out = np.zeros(n, bool)
     non_ascii = np.flatnonzero(
@@ -330,21 +321,11 @@ def cjk_rows(arr: pa.Array) -> np.ndarray:
             pc.fill_null(pc.string_is_ascii(arr), True).to_numpy(zero_copy_only=False), bool
         )
     )
-    if not non_ascii.size:
+    if not non_ascii.size:  # ASCII rows cannot be in such a script: most batches stop here
         return out
-    sub = arr.take(pa.array(non_ascii))  # the script regex is costly: ASCII rows cannot match
-    # finding one such character is cheap; counting them one match at a time is not: count the
-    # rows that have one, as the characters removed by deleting whole runs of them
-    hit = pc.fill_null(pc.match_substring_regex(sub, _NO_SPACE), False)
-    hit = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
-    if not hit.any():
-        return out
-    rows = non_ascii[hit]
-    sub = sub.filter(pa.array(hit))
-    length = np.asarray(pc.utf8_length(sub).to_numpy(zero_copy_only=False), np.int64)
-    rest = pc.replace_substring_regex(sub, _NO_SPACE + "+", "")
-    count = length - np.asarray(pc.utf8_length(rest).to_numpy(zero_copy_only=False), np.int64)
-    out[rows] = (count > 0) & (count * 10 >= length * 3)
+    offsets, data = _text_bytes(arr)
+    chars, count = script_share(data, offsets, non_ascii, _no_space_table())
+    out[non_ascii] = (count > 0) & (count * 10 >= chars * 3)
     return out
 
 
@@ -358,27 +339,6 @@ def shingle_auto(
     """
     if cjk is None:
         cjk = cjk_rows(arr)
-    if not cjk.any():
-        words = shingle(arr, ngram, "word", seed)
-        unit = np.where(words.tokens > 0, 1, 0).astype(np.uint8)
-        return words, unit
-    n = len(arr)
-    idx = np.flatnonzero(cjk)
-    widx = np.flatnonzero(~cjk)
-    words = shingle(arr.take(pa.array(widx)), ngram, "word", seed)
-    chars = shingle(arr.take(pa.array(idx)), ngram, "char", seed)
-    wrow, crow = widx[words.row], idx[chars.row]
-    # merge the two row-sorted parts (their rows are disjoint): each element moves right by the
-    # number of the other part's elements in earlier rows (what a stable sort by row would do)
-    wcount = np.bincount(wrow, minlength=n)
-    ccount = np.bincount(crow, minlength=n)
-    row = np.repeat(np.arange(n, dtype=np.int64), wcount + ccount)
-    hashes = np.empty(len(row), U64)
-    hashes[np.arange(len(wrow)) + (np.cumsum(ccount) - ccount)[wrow]] = words.hashes
-    hashes[np.arange(len(crow)) + (np.cumsum(wcount) - wcount)[crow]] = chars.hashes
-    tokens = np.zeros(n, np.int64)
-    tokens[widx] = words.tokens
-    tokens[idx] = chars.tokens
-    out = Shingles(n, row, hashes, tokens)
-    unit = np.where(tokens > 0, np.where(cjk, 2, 1), 0).astype(np.uint8)
-    return out, unit
+    sh = shingle_rows(arr, cjk, ngram, seed)
+    unit = np.where(sh.tokens > 0, np.where(cjk, 2, 1), 0).astype(np.uint8)
+    return sh, unit

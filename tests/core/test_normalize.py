@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from dataaudit.features import unicode_table
-from dataaudit.features.text import normalize_array, normalize_text
+from dataaudit.features.normalize import nfkc_array, normalize_array, normalize_text
 
 ALPHABET = (
     [chr(c) for c in list(range(0x20, 0x7F)) * 4]
@@ -44,6 +44,27 @@ def test_vectorized_normalization_equals_python_definition():
         assert value == (None if row is None else normalize_text(row)), repr(row)
 
 
+def test_table_nfkc_equals_python_nfkc_where_neighbours_compose():
+    # fullwidth letters before combining marks, Hangul jamo that compose across a replaced
+    # character, compatibility ideographs, ligatures: the table may only be trusted where the
+    # result is provably normalized; everything else must still come out as Python's NFKC
+    alphabet = (
+        [chr(c) for c in range(0xFF01, 0xFF5F)]
+        + [chr(c) for c in range(0x300, 0x315)]
+        + [chr(c) for c in range(0x1100, 0x1113)]
+        + [chr(c) for c in range(0x1161, 0x1176)]
+        + [chr(c) for c in range(0xF900, 0xF910)]
+        + ["\ufb01", "\u2126", "\u212b", "\u3000"]
+        + list("aeiou中文가 ")
+    )
+    rng = random.Random(11)
+    rows = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(4000)]
+    rows += ["\uff21\u0301", "\u1100\uff0c\u1161", "\u1100\u1161", None]
+    got = nfkc_array(pa.array(rows, pa.large_string())).to_pylist()
+    for row, value in zip(rows, got):
+        assert value == (None if row is None else unicodedata.normalize("NFKC", row)), repr(row)
+
+
 def test_ascii_only_batches_take_the_arrow_path():
     rows = ["Hello   World\t\n", "  x ", None]
     assert normalize_array(pa.array(rows)).to_pylist() == ["hello world", "x", None]
@@ -63,3 +84,30 @@ def test_a_feature_asked_with_or_without_its_defaults_is_computed_once():
     first = batch.feature("normalized")
     assert batch.feature("normalized", view="text") is first
     assert len([k for k in batch._cache if k[0] == "normalized"]) == 1
+
+
+def test_normalized_hash_groups_rows_exactly_as_normalize_text():
+    from dataaudit.corpus import Roles
+    from dataaudit.features import Batch
+    from dataaudit.sketches.minhash import EMPTY_HASH, NULL_HASH
+
+    rng = random.Random(5)
+    base = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12))) for _ in range(400)]
+    # the same texts again with case and whitespace changed: normalization must merge them
+    variants = [" \t" + b.upper().replace(" ", "\n  ") + "\x1f" for b in base]
+    rows = base + variants + [None, "", " \t\n", "ab", "a b", "ab "]
+    batch = Batch(
+        "train", pa.RecordBatch.from_pylist([{"text": r} for r in rows]), 0, Roles(text="text")
+    )
+    hashes = batch.feature("normalized_hash").tolist()
+    by_hash, by_text = {}, {}
+    for i, (h, r) in enumerate(zip(hashes, rows)):
+        by_hash.setdefault(h, set()).add(i)
+        by_text.setdefault(None if r is None else normalize_text(r), set()).add(i)
+    assert sorted(map(sorted, by_hash.values())) == sorted(map(sorted, by_text.values()))
+    assert hashes[-6] == NULL_HASH and hashes[-5] == hashes[-4] == EMPTY_HASH
+    # shingling computes the same keys on the way; a batch that shingled first reuses them
+    again = Batch("train", batch.data, 0, Roles(text="text"))
+    again.feature("minhash", unit="auto")
+    assert again.cached_any("_shingles") and again.feature("normalized_hash").tolist() == hashes
+    assert len({hashes[-3], hashes[-2]}) == 2 and hashes[-1] == hashes[-3]

@@ -109,6 +109,33 @@ def test_cjk_uses_character_shingles():
     assert jaccard_estimate(wsig[0], wsig[1]) == 0.0
 
 
+def test_auto_unit_gives_cjk_rows_the_same_shingles_as_the_char_unit():
+    cjk = ["机器学习 模型需要大量 ABC 高质量的训练数据", "今天天气很好，我们一起去公园散步", "短"]
+    arr = pa.array(cjk + ["plain english words here and there"], pa.large_string())
+    auto, unit = shingle_auto(arr, 5)
+    chars = shingle(arr.slice(0, 3), 5, "char")
+    words = shingle(arr.slice(3), 5, "word")
+    assert unit.tolist() == [2, 2, 2, 1]
+    assert auto.hashes.tolist() == chars.hashes.tolist() + words.hashes.tolist()
+    assert auto.tokens.tolist() == chars.tokens.tolist() + words.tokens.tolist()
+
+
+def test_token_text_splits_into_the_normalized_texts_tokens():
+    import random
+
+    from dataaudit.features.normalize import normalize_array, tokenizable_array
+
+    alphabet = list("abcXYZ  \t\n\x0b\x1c\x1f.,") + ["É", "ß", "\u3000", "\uff21", "\u00a0"]
+    rng = random.Random(3)
+    rows = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    arr = pa.array(rows + [None], pa.large_string())
+    for unit in ("word", "char"):
+        fast = shingle(tokenizable_array(arr), 3, unit)
+        ref = shingle(normalize_array(arr), 3, unit)
+        assert fast.tokens.tolist() == ref.tokens.tolist()
+        assert fast.hashes.tolist() == ref.hashes.tolist()
+
+
 def test_fifty_thousand_identical_rows_cluster_without_quadratic_work():
     docs = ["the same boilerplate footer text repeated everywhere on the site"] * 50_000
     docs += ["something else entirely different from the footer text here ok"]

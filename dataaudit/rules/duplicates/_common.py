@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from ...sketches.minhash import EMPTY_HASH, NULL_HASH
 
 SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
 
@@ -66,9 +67,7 @@ def snippet(batch: Batch, chars: int) -> pa.Array:
 def nonempty_hash(batch: Batch) -> np.ndarray:
     """normalized_hash with 0 for null, empty and whitespace-only rows (never duplicates)."""
     h = np.asarray(batch.feature("normalized_hash"))
-    blank = pc.fill_null(pc.equal(pc.binary_length(batch.normalized), 0), True)
-    blank = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
-    return np.where(blank, np.uint64(0), h)
+    return np.where(h == EMPTY_HASH, NULL_HASH, h)
 
 
 def source_values(batch: Batch) -> pa.Array | None:

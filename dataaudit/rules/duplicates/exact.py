@@ -26,9 +26,9 @@ class ExactDuplicates(Rule):
     """Rows whose text is identical after normalization, within one split.
 
     What it does:
-        Groups the rows of each split by the hash (xxh3-64) of their normalized text: Unicode
-        NFKC, casefolded, whitespace runs collapsed to one space and trimmed (the shared
-        ``normalized`` feature). Null, empty and whitespace-only rows are never duplicates of each
+        Groups the rows of each split by a 64-bit hash of their normalized text: Unicode NFKC,
+        casefolded, whitespace runs collapsed to one space and trimmed (the shared
+        ``normalized_hash`` feature hashes its words; ASCII rows need no Unicode pass for it). Null, empty and whitespace-only rows are never duplicates of each
         other (TXT001 reports them). It reports the duplicate rate (rows you can remove keeping
         one per group), the number of groups, the largest groups with examples, and the rate per
         source when a source column exists. Every row of a group is flagged with the group id

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import xxhash
 
 from ...features import Batch
+from ...sketches.minhash import EMPTY_HASH
 
-EMPTY_HASH = np.uint64(xxhash.xxh3_64_intdigest(b""))
 MINHASH = {"num_perm": 128, "ngram": 5, "unit": "auto", "seed": 1}  # as DUP002
 
 

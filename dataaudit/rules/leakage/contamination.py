@@ -12,7 +12,7 @@ from ...context import AuditContext
 from ...errors import InputError
 from ...features import Batch
 from ...features.minhash import words_only
-from ...features.text import normalize_array
+from ...features.normalize import normalize_array
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles, shingle
 from ...sketches.ngram_index import NgramIndex
