@@ -213,7 +213,7 @@ def scan_parallel(
     ctx: AuditContext,
     *,
     workers: int,
-    chunk_rows: int = 16384,
+    chunk_rows: int | None = None,
     progress: bool = False,
     total_rows: int | None = None,
 ) -> ScanState:
@@ -230,16 +230,26 @@ def scan_parallel(
     offsets: dict[str, int] = {}
     bar = _Progress(progress, total_rows)
 
+    if chunk_rows is None:
+        # about 4 chunks per worker when the size is known, so the last chunks even out the
+        # load (7 chunks on 2 workers is 4 + 3), but never tiny or huge
+        per = -(-total_rows // (4 * workers)) if total_rows else 16384
+        chunk_rows = min(16384, max(2048, per))
+
     def chunks() -> Iterable[list[tuple[str, int, pa.RecordBatch]]]:
+        """Exactly ``chunk_rows`` rows each (batches are sliced, zero-copy), but the last."""
         chunk: list[tuple[str, int, pa.RecordBatch]] = []
         rows = 0
         for split, rb in batches:
-            chunk.append((split, offsets.get(split, 0), rb))
-            offsets[split] = offsets.get(split, 0) + rb.num_rows
-            rows += rb.num_rows
-            if rows >= chunk_rows:
-                yield chunk
-                chunk, rows = [], 0
+            while rb.num_rows:
+                take = rb.slice(0, chunk_rows - rows)
+                rb = rb.slice(take.num_rows)
+                chunk.append((split, offsets.get(split, 0), take))
+                offsets[split] = offsets.get(split, 0) + take.num_rows
+                rows += take.num_rows
+                if rows >= chunk_rows:
+                    yield chunk
+                    chunk, rows = [], 0
         if chunk:
             yield chunk
 

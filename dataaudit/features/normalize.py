@@ -174,17 +174,21 @@ def _mask(values: pa.Array) -> np.ndarray:
 def normalize_array(arr: pa.Array) -> pa.Array:
     """Vectorized normalize_text with identical output.
 
-    NFKC runs in Python only on rows holding a character that can make NFKC change the text
-    (found by one Arrow regex); lower-casing and whitespace collapsing run in Arrow on all rows;
-    rows whose NFKC text holds a character where Arrow's lower differs from casefold (see
-    unicode_table) are redone fully in Python.
+    NFKC runs only on rows holding a character that can make NFKC change the text (found by one
+    Arrow regex; see :func:`nfkc_array`); lower-casing and whitespace collapsing run in Arrow on
+    all rows; rows whose NFKC text holds a character where Arrow's lower differs from casefold
+    (see unicode_table) are redone fully in Python.
     """
+    return _normalize(arr, collapse=True)
+
+
+def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     from .unicode_table import special_class
 
     arr = arr.cast(STRING)
     non_ascii = ~_mask(pc.fill_null(pc.string_is_ascii(arr), True))
     if not non_ascii.any():
-        return _arrow_normalize(arr)
+        return _arrow_normalize(arr) if collapse else _lower_ascii_bytes(arr)
     where = pa.array(non_ascii)
     sub = arr.filter(where)
     # rows where NFKC can change something (CPython's quick check would return them as is) or
@@ -192,25 +196,28 @@ def normalize_array(arr: pa.Array) -> pa.Array:
     unstable_cls = _nfkc_unstable_class()
     union = "[" + unstable_cls[1:-1] + special_class()[1:-1] + "]"
     cand = _mask(pc.fill_null(pc.match_substring_regex(sub, union), False))
-    if not cand.any():
-        return _arrow_normalize(arr)
-    csub = sub.filter(pa.array(cand))
-    unstable = _mask(pc.fill_null(pc.match_substring_regex(csub, unstable_cls), False))
-    if unstable.any():
-        redo = nfkc_array(csub.filter(pa.array(unstable)))
-        cnfkc = pc.replace_with_mask(csub, pa.array(unstable), redo)
-    else:
-        cnfkc = csub
-    rows = np.flatnonzero(non_ascii)[cand]
-    mask = np.zeros(len(arr), dtype=bool)
-    mask[rows] = True
-    out = _arrow_normalize(pc.replace_with_mask(arr, pa.array(mask), cnfkc))
-    special = _mask(pc.fill_null(pc.match_substring_regex(cnfkc, special_class()), False))
+    special = np.zeros(len(sub), bool)
+    if cand.any():
+        csub = sub.filter(pa.array(cand))
+        unstable = _mask(pc.fill_null(pc.match_substring_regex(csub, unstable_cls), False))
+        if unstable.any():
+            redo = nfkc_array(csub.filter(pa.array(unstable)))
+            cnfkc = pc.replace_with_mask(csub, pa.array(unstable), redo)
+        else:
+            cnfkc = csub
+        sub = pc.replace_with_mask(sub, pa.array(cand), cnfkc)
+        special[cand] = _mask(pc.fill_null(pc.match_substring_regex(cnfkc, special_class()), False))
+    if collapse:
+        out = _arrow_normalize(pc.replace_with_mask(arr, where, sub))
+    else:  # tokens only: ASCII rows by byte table, the others lower-cased by Arrow
+        out = pc.replace_with_mask(
+            _lower_ascii_bytes(arr), where, _lower_ascii_bytes(pc.utf8_lower(sub))
+        )
     if special.any():
-        originals = csub.filter(pa.array(special)).to_pylist()
+        originals = arr.filter(where).filter(pa.array(special)).to_pylist()
         redo = pa.array([normalize_text(s) for s in originals], STRING)
-        mask[:] = False
-        mask[rows[special]] = True
+        mask = np.zeros(len(arr), dtype=bool)
+        mask[np.flatnonzero(non_ascii)[special]] = True
         out = pc.replace_with_mask(out, pa.array(mask), redo)
     return out
 
@@ -241,15 +248,10 @@ def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     On ASCII text, NFKC and casefold are lower-casing and whitespace collapsing is only needed
     to make ``split(" ")`` work; a tokenizer that skips empty tokens does not need it. So ASCII
     rows are lower-cased and their ASCII whitespace made spaces in one byte-table pass (runs
-    are kept), and only rows with other characters are fully normalized: ~3x cheaper than
-    :func:`normalize_array` on mostly-ASCII text, with identical tokens.
+    are kept); rows with other characters get NFKC where it can change them and Arrow's
+    lower-casing, and no whitespace regex: ~3x cheaper than :func:`normalize_array` on
+    mostly-ASCII text, with identical tokens.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    arr = arr.cast(STRING)
-    out = _lower_ascii_bytes(arr)
-    non_ascii = ~_mask(pc.fill_null(pc.string_is_ascii(arr), True))
-    if non_ascii.any():
-        where = pa.array(non_ascii)
-        out = pc.replace_with_mask(out, where, normalize_array(arr.filter(where)))
-    return out
+    return _normalize(arr, collapse=False)

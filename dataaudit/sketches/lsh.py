@@ -81,7 +81,9 @@ def signature_keys(signatures: np.ndarray, start: int = 0, stop: int | None = No
 
 def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Edges (first, member) and (previous, member) within equal-key buckets."""
-    order = np.lexsort((rows, keys))
+    # rows usually ascend already: a stable sort by key then keeps them in order, and is faster
+    ascending = len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all())
+    order = np.argsort(keys, kind="stable") if ascending else np.lexsort((rows, keys))
     k = keys[order]
     r = rows[order]
     same = k[1:] == k[:-1]
