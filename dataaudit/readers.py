@@ -233,7 +233,10 @@ def iter_parquet(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
 
     try:
         pf = pq.ParquetFile(path)
-        yield from pf.iter_batches(batch_size=batch_size)
+        # one row group at a time: over a whole file, the reader keeps every row group it
+        # pre-buffered until the iteration ends (1.4 GB of RSS for a 1.4 GB file, measured)
+        for group in range(pf.num_row_groups):
+            yield from pf.iter_batches(batch_size=batch_size, row_groups=[group])
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(
             f"{path}: cannot read as Parquet ({exc}). The file may be truncated or not Parquet."

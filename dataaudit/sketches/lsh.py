@@ -114,10 +114,12 @@ def candidate_pairs(
     if len(idx) < 2:
         e = np.empty(0, np.int64)
         return e, e
-    sig = signatures[idx]
     parts_a, parts_b = [], []
     for band in range(bands):
-        keys = signature_keys(sig, band * rows, (band + 1) * rows)
+        # keys of all rows, then the subset: no copy of the subset's signatures (memory)
+        keys = signature_keys(signatures, band * rows, (band + 1) * rows)
+        if subset is not None:
+            keys = keys[idx]
         a, b = _band_edges(keys, idx)
         parts_a.append(a)
         parts_b.append(b)
@@ -229,7 +231,7 @@ def near_duplicate_pairs(
         raise ValueError(f"bands*rows = {bands}*{rows} > num_perm {k}")
     valid = np.flatnonzero(~empty_rows(signatures)) if n else np.empty(0, np.int64)
     # 1) collapse identical signatures
-    full = signature_keys(signatures[valid]) if len(valid) else np.empty(0, U64)
+    full = signature_keys(signatures)[valid] if len(valid) else np.empty(0, U64)
     ea, eb = _band_edges(full, valid)
     same_b = np.unique(eb)  # non-first members of identical-signature groups
     ea = ea[: len(ea) // 2]  # the (first, member) half

@@ -26,8 +26,8 @@ MinHash
     :data:`SENTINEL` (see :func:`empty_rows`), which LSH never groups.
 
 Exact sets
-    :func:`shingle_sets` keeps each document's sorted, de-duplicated 32-bit shingle hashes (CSR:
-    offsets + values, ~4 bytes per shingle), and :func:`pair_jaccard` computes the exact Jaccard of
+    :func:`shingle_sets` keeps each document's 32-bit shingle hashes (CSR: offsets + values,
+    ~4 bytes per shingle), and :func:`pair_jaccard` computes the exact Jaccard of
     many pairs at once; this is the verification step of near-duplicate detection.
 """
 
@@ -39,6 +39,8 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..memory import release_free_memory
 
 __all__ = [
     "SENTINEL",
@@ -219,13 +221,26 @@ class ShingleSets:
         return self.values[self.offsets[i] : self.offsets[i + 1]]
 
     @staticmethod
-    def concat(parts: list[ShingleSets]) -> ShingleSets:
-        if not parts:
-            return ShingleSets(np.zeros(1, np.int64), np.empty(0, np.uint32))
-        sizes = np.concatenate([p.sizes() for p in parts])
+    def concat(parts: list[ShingleSets], *, consume: bool = False) -> ShingleSets:
+        """The parts as one; ``consume`` empties the list while copying (frees each part)."""
+        sizes = np.concatenate([p.sizes() for p in parts]) if parts else np.zeros(0, np.int64)
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        return ShingleSets(offsets, np.concatenate([p.values for p in parts]))
+        values = np.empty(int(offsets[-1]), np.uint32)
+        pos = freed = 0
+        for i in range(len(parts)):
+            part = parts.pop(0) if consume else parts[i]
+            values[pos : pos + len(part.values)] = part.values
+            pos += len(part.values)
+            if consume:
+                freed += part.values.nbytes
+                del part
+                if freed > 1 << 28:  # give the copied parts' memory back as we go
+                    release_free_memory()
+                    freed = 0
+        if consume:
+            release_free_memory()
+        return ShingleSets(offsets, values)
 
 
 def shingle_sets(sh: Shingles) -> ShingleSets:

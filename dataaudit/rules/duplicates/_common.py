@@ -14,7 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from ...memory import release_free_memory
 from ...sketches.minhash import EMPTY_HASH, NULL_HASH
+
+TRIM_BYTES = 1 << 28  # return freed memory to the OS every 256 MB consumed
 
 SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
 
@@ -40,10 +43,28 @@ def merge_splits(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def cat(parts: list[np.ndarray], dtype: Any, width: int | None = None) -> np.ndarray:
-    if not parts:
-        return np.empty((0, width) if width else 0, dtype)
-    return np.concatenate(parts)
+def cat(
+    parts: list[np.ndarray], dtype: Any, width: int | None = None, *, consume: bool = False
+) -> np.ndarray:
+    """The parts as one array. ``consume``: empty the list while copying, so each part is freed
+    as soon as it is copied (peak memory one array plus one part, not two arrays; for a finish
+    that uses its state once)."""
+    n = sum(len(p) for p in parts)
+    out = np.empty((n, width) if width else n, dtype)
+    pos = freed = 0
+    for i in range(len(parts)):
+        part = parts.pop(0) if consume else parts[i]
+        out[pos : pos + len(part)] = part
+        pos += len(part)
+        if consume:
+            freed += part.nbytes
+            del part
+            if freed > TRIM_BYTES:
+                release_free_memory()
+                freed = 0
+    if consume:
+        release_free_memory()
+    return out
 
 
 def cat_text(parts: list[pa.Array]) -> pa.ChunkedArray:

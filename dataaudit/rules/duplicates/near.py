@@ -181,12 +181,13 @@ class NearDuplicates(Rule):
         rows_per_band: int,
     ) -> dict[str, Any]:
         threshold = float(self.threshold)
-        rows = cat(sp.get("rows", []), np.int64)
+        # each split is finished once: consume its parts while concatenating (halves the peak)
+        rows = cat(sp.get("rows", []), np.int64, consume=True)
         n = len(rows)
-        sig = cat(sp.get("sig", []), np.uint32, int(self.num_perm))
-        unit = cat(sp.get("unit", []), np.uint8)
-        h = cat(sp.get("hash", []), np.uint64)
-        sets = ShingleSets.concat(sp["sets"]) if sp.get("sets") else None
+        sig = cat(sp.get("sig", []), np.uint32, int(self.num_perm), consume=True)
+        unit = cat(sp.get("unit", []), np.uint8, consume=True)
+        h = cat(sp.get("hash", []), np.uint64, consume=True)
+        sets = ShingleSets.concat(sp["sets"], consume=True) if sp.get("sets") else None
         verify = (lambda a, b: pair_jaccard(sets, a, b)) if sets is not None else None
         labels, ea, eb, es = near_duplicate_pairs(
             sig, threshold, bands=bands, rows=rows_per_band, verify=verify

@@ -1,0 +1,175 @@
+"""The compiled kernels against plain-Python statements of what they compute.
+
+The hashes are part of what a saved report means (cluster ids, exact-duplicate groups), so they
+are pinned here by a reference written for reading, not speed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.sketches import kernels
+from dataaudit.sketches.minhash import (
+    EMPTY_HASH,
+    NULL_HASH,
+    SENTINEL,
+    _no_space_table,
+    _probe_table,
+    cjk_rows,
+    minhash_signatures,
+    mix64,
+    shingle,
+    shingle_rows,
+    text_hashes,
+)
+
+M64 = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def ref_token_hash(token: bytes) -> int:
+    """8-byte little-endian words; all full words but the last folded; the rest mixed with
+    the length in the top byte."""
+    h, words = 0, [token[i : i + 8] for i in range(0, len(token), 8)]
+    for w in words[:-1]:
+        h = _mix(h ^ int.from_bytes(w, "little"))
+    last = int.from_bytes(words[-1], "little")
+    return _mix(h ^ last ^ ((len(token) << 56) & M64) ^ 0x5EED)
+
+
+def ref_tokens(text: str, char: bool) -> list[bytes]:
+    if char:
+        return [c.encode() for c in text if c != " "]
+    return [w.encode() for w in text.split(" ") if w]
+
+
+def ref_shingles(text: str, ngram: int, seed: int, char: bool, whole: bool = True) -> list[int]:
+    toks = [ref_token_hash(t) for t in ref_tokens(text, char)]
+    if not toks or (len(toks) < ngram and not whole):
+        return []
+    seed_mix = int(mix64(np.array([seed], np.uint64))[0])
+    out = []
+    for s in range(max(len(toks) - ngram + 1, 1)):
+        acc = 0
+        for k in range(ngram):
+            t = toks[s + k] if s + k < len(toks) else 0
+            acc = (acc * 0x9E3779B97F4A7C15 + t) & M64
+        out.append(_mix(acc ^ seed_mix))
+    return out
+
+
+def _rows(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    pieces = ["a", "bc", "longer", "exactly8", "ninechars", "a-very-long-token-of-many-bytes" * 3]
+    pieces += ["é", "日本語", "中文文本", "😀", "ก", "x"]
+    rows = []
+    for _ in range(n):
+        words = [rng.choice(pieces) for _ in range(rng.randint(0, 12))]
+        rows.append(" " * rng.randint(0, 2) + ("  " if rng.random() < 0.2 else " ").join(words))
+    return rows
+
+
+def test_token_and_shingle_hashes_match_the_reference():
+    rows = _rows(1, 300)
+    arr = pa.array(rows + [None], pa.large_string())
+    for char in (False, True):
+        for ngram, short in ((1, "whole"), (3, "whole"), (5, "none")):
+            sh = shingle(arr, ngram, "char" if char else "word", seed=7, short=short)
+            got = sh.hashes.tolist()
+            want = [
+                h for r in rows for h in ref_shingles(r, ngram, 7, char, whole=short == "whole")
+            ]
+            assert got == want, (char, ngram, short)
+            assert sh.per_row.sum() == len(got) and sh.per_row[-1] == 0
+
+
+def test_per_row_units_tokenize_each_row_as_asked():
+    rows = _rows(2, 200)
+    char_rows = np.array([i % 3 == 0 for i in range(len(rows))])
+    sh = shingle_rows(pa.array(rows, pa.large_string()), char_rows, 4, seed=3)
+    want = [h for r, c in zip(rows, char_rows) for h in ref_shingles(r, 4, 3, bool(c))]
+    assert sh.hashes.tolist() == want
+
+
+def test_exact_duplicate_keys_hash_the_word_sequence():
+    rows = ["a b", "a  b", " a b ", "b a", "ab", "", "   ", None, "日本 語", "日本語"]
+    keys = text_hashes(pa.array(rows, pa.large_string())).tolist()
+    assert keys[0] == keys[1] == keys[2] and len({keys[0], keys[3], keys[4]}) == 3
+    assert keys[5] == keys[6] == EMPTY_HASH and keys[7] == NULL_HASH
+    assert keys[8] != keys[9]  # the words differ even where the characters do not
+    # shingling computes the same keys on the way, for word and char rows alike
+    sh = shingle_rows(pa.array(rows, pa.large_string()), np.array([i % 2 == 0 for i in range(10)]))
+    assert sh.text_hashes.tolist() == keys
+
+
+def test_minhash_bins_and_densification_match_the_reference():
+    rng = np.random.default_rng(4)
+    rows = [
+        " ".join(f"w{x}" for x in rng.integers(0, 500, rng.integers(0, 60))) for _ in range(300)
+    ]
+    sh = shingle(pa.array(rows, pa.large_string()), 3)
+    k, seed = 64, 9
+    sig = minhash_signatures(sh, k, seed)
+    table = _probe_table(k, seed)
+    start = 0
+    for r in range(len(rows)):
+        raw = np.full(k, SENTINEL, np.uint32)
+        for h in sh.hashes[start : start + sh.per_row[r]].tolist():
+            b = ((h >> 32) * k) >> 32
+            raw[b] = min(raw[b], min(h & 0xFFFFFFFF, 0xFFFFFFFE))
+        start += sh.per_row[r]
+        want = raw.copy()
+        if (raw != SENTINEL).any():
+            for j in np.flatnonzero(raw == SENTINEL):
+                probes = [t for t in table[:, j] if raw[t] != SENTINEL]
+                src = (
+                    probes[0]
+                    if probes
+                    else next((j + d) % k for d in range(1, k) if raw[(j + d) % k] != SENTINEL)
+                )
+                want[j] = raw[src]
+        assert sig[r].tolist() == want.tolist(), r
+
+
+def test_no_space_script_rows_match_a_regex_count():
+    texts = [
+        "机器学习模型需要大量数据",
+        "tokyo 東京 is big and busy today",
+        "ภาษาไทยไม่มีช่องว่าง",
+        "plain",
+        "ひらがな と カタカナ",
+        "mixed 中 text with few",
+        "",
+        None,
+    ]
+    arr = pa.array(texts, pa.large_string())
+    no_space = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u4e00-\u9fff]")
+    want = [
+        t is not None and len(t) > 0 and len(no_space.findall(t)) * 10 >= len(t) * 3 for t in texts
+    ]
+    assert cjk_rows(arr).tolist() == want
+    assert _no_space_table()[[ord("中"), ord("あ"), ord("ア"), ord("ก"), ord("a")]].tolist() == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    # code points are counted, not bytes: 4-byte emoji and 3-byte CJK alike
+    chars, hits = kernels.script_share(
+        np.frombuffer("😀中".encode(), np.uint8), np.array([0, 7]), np.array([0]), _no_space_table()
+    )
+    assert chars.tolist() == [2] and hits.tolist() == [1]
+    assert pc.utf8_length(arr).to_pylist()[0] == 12
