@@ -188,7 +188,7 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     arr = arr.cast(STRING)
     non_ascii = ~_mask(pc.fill_null(pc.string_is_ascii(arr), True))
     if not non_ascii.any():
-        return _arrow_normalize(arr) if collapse else _lower_ascii_bytes(arr)
+        return _arrow_normalize(arr) if collapse else arr
     where = pa.array(non_ascii)
     sub = arr.filter(where)
     # rows where NFKC can change something (CPython's quick check would return them as is) or
@@ -209,10 +209,8 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
         special[cand] = _mask(pc.fill_null(pc.match_substring_regex(cnfkc, special_class()), False))
     if collapse:
         out = _arrow_normalize(pc.replace_with_mask(arr, where, sub))
-    else:  # tokens only: ASCII rows by byte table, the others lower-cased by Arrow
-        out = pc.replace_with_mask(
-            _lower_ascii_bytes(arr), where, _lower_ascii_bytes(pc.utf8_lower(sub))
-        )
+    else:  # tokens only: ASCII rows as they are, the others lower-cased by Arrow
+        out = pc.replace_with_mask(arr, where, pc.utf8_lower(sub))
     if special.any():
         originals = arr.filter(where).filter(pa.array(special)).to_pylist()
         redo = pa.array([normalize_text(s) for s in originals], STRING)
@@ -222,35 +220,15 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     return out
 
 
-_ASCII_UPPER = bytes(range(ord("A"), ord("Z") + 1))
-_ASCII_WS = b"\t\n\v\f\r\x1c\x1d\x1e\x1f"
-_TOKEN_BYTES = bytes.maketrans(_ASCII_UPPER + _ASCII_WS, _ASCII_UPPER.lower() + b" " * 9)
-
-
-def _lower_ascii_bytes(arr: pa.Array) -> pa.Array:
-    """ASCII letters lower-cased and ASCII whitespace made spaces, one byte-table pass."""
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], np.int64, n + 1, arr.offset * 8)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    data = arr.buffers()[2]
-    raw = b"" if data is None or hi == lo else data[lo:hi].to_pybytes()
-    out = pa.Array.from_buffers(
-        STRING, n, [None, pa.py_buffer(offsets - lo), pa.py_buffer(raw.translate(_TOKEN_BYTES))]
-    )
-    if arr.null_count:
-        out = pc.if_else(pc.is_valid(arr), out, pa.scalar(None, STRING))
-    return out
-
-
 def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Text with the same whitespace-separated tokens as :func:`normalize_array`, for less work.
+    """Text with the same tokens as :func:`normalize_array`, for less work.
 
-    On ASCII text, NFKC and casefold are lower-casing and whitespace collapsing is only needed
-    to make ``split(" ")`` work; a tokenizer that skips empty tokens does not need it. So ASCII
-    rows are lower-cased and their ASCII whitespace made spaces in one byte-table pass (runs
-    are kept); rows with other characters get NFKC where it can change them and Arrow's
-    lower-casing, and no whitespace regex: ~3x cheaper than :func:`normalize_array` on
-    mostly-ASCII text, with identical tokens.
+    On ASCII text, NFKC and casefold are lower-casing, and whitespace collapsing only matters to
+    a tokenizer that splits on single spaces; the shingling kernels split on any ASCII
+    whitespace and lower-case ASCII capitals themselves. So ASCII rows are returned as they are
+    (no copy); rows with other characters get NFKC where it can change them and Arrow's
+    lower-casing (no whitespace regex), and rows holding a casefold special the full Python
+    normalization: several times cheaper than :func:`normalize_array`, with identical tokens.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()

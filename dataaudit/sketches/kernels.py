@@ -7,11 +7,12 @@ These loops do each of them in one pass and are ~3x faster (``bench/bench_dedup.
 compiles them on first use and caches the machine code next to this file (or in numba's user
 cache directory), so later processes only load it.
 
-Input text is already tokenizable (``dataaudit.features.normalize.tokenizable_array`` or the
-normalized text): the only separator is the space byte; a "char" row's tokens are its code points
-except spaces.
+Input text is tokenizable (``dataaudit.features.normalize.tokenizable_array`` or the normalized
+text): tokens are separated by ASCII whitespace and their ASCII capitals are lower-cased here,
+which is all normalization does to ASCII text; a "char" row's tokens are its code points except
+whitespace.
 
-Token hash: the token's bytes as little-endian 64-bit words; each full word but the last is folded
+Token hash: the token's (lower-cased) bytes as little-endian 64-bit words; each full word but the last is folded
 into the state with the splitmix64 finalizer, the last (partial) word is xored with the length
 (top byte) and mixed. It depends only on the bytes (no
 library version in it), and a one-character word hashes like the same character as a char token.
@@ -22,16 +23,37 @@ to ``ngram`` for a row with fewer tokens), xor the seed, splitmix64.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numba
 import numpy as np
-from numba import njit
+
+
+def kernel(**options: Any) -> Any:
+    """``numba.njit(nogil=True)`` with the machine code cached on disk where numba can write
+    (beside this file, else its user cache directory); compiled per process where it cannot."""
+
+    def wrap(fn: Any) -> Any:
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(nogil=True, **options)(fn)
+
+    return wrap
+
 
 U64 = np.uint64
-SPACE = np.uint8(32)
+# what separates tokens: the ASCII whitespace str.split() splits on (\t \n \v \f \r, space,
+# \x1c-\x1f); and each byte lower-cased if it is an ASCII capital
+SEPARATOR = np.zeros(256, np.bool_)
+SEPARATOR[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+LOWER = np.arange(256, dtype=np.uint8)
+LOWER[65:91] += 32
 TOKEN_SEED = U64(0x5EED)
 ROW_SEED = U64(0x2545F4914F6CDD1D)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _mix(x):
     x ^= x >> U64(30)
     x *= U64(0xBF58476D1CE4E5B9)
@@ -41,7 +63,7 @@ def _mix(x):
     return x
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def count_tokens(buf, offsets, char_rows):
     """Tokens per row (branch-free byte scan)."""
     n = len(offsets) - 1
@@ -52,29 +74,30 @@ def count_tokens(buf, offsets, char_rows):
         if char_rows[r]:
             for i in range(lo, hi):
                 b = buf[i]
-                c += (b != SPACE) & ((b & 0xC0) != 0x80)
+                c += (not SEPARATOR[b]) & ((b & 0xC0) != 0x80)
         else:
             prev = True
             for i in range(lo, hi):
-                space = buf[i] == SPACE
+                space = SEPARATOR[buf[i]]
                 c += (not space) & prev
                 prev = space
         counts[r] = c
     return counts
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(inline="always")
 def _token(buf, i, hi, char):
-    """(hash, end) of the token starting at byte ``i`` (not a space)."""
+    """(hash, end) of the token starting at byte ``i`` (not a separator)."""
     start = i
     h = U64(0)
-    w = U64(buf[i])
+    w = U64(LOWER[buf[i]])
     shift = U64(8)
     i += 1
     while i < hi:
         b = buf[i]
-        if b == SPACE or (char and (b & 0xC0) != 0x80):
+        if SEPARATOR[b] or (char and (b & 0xC0) != 0x80):
             break
+        b = LOWER[b]
         if shift == U64(64):  # a full word and more to come: fold it
             h = _mix(h ^ w)
             w = U64(0)
@@ -85,7 +108,7 @@ def _token(buf, i, hi, char):
     return _mix(h ^ w ^ (U64(i - start) << U64(56)) ^ TOKEN_SEED), i
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
     """64-bit hash of every token, row by row (``counts`` from :func:`count_tokens`). For each
     word row it also writes ``row_hashes[r]``, the hash of its word sequence (see
@@ -97,7 +120,7 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
         char = char_rows[r]
         h = ROW_SEED
         while i < hi:
-            if buf[i] == SPACE:
+            if SEPARATOR[buf[i]]:
                 i += 1
                 continue
             t, i = _token(buf, i, hi, char)
@@ -109,7 +132,7 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def hash_word_rows(buf, offsets, rows, empty, out):
     """For each listed row, a 64-bit hash of its word sequence into ``out[row]`` (``empty`` for
     a row without words): equal for two rows exactly when their normalized texts are equal (up
@@ -119,7 +142,7 @@ def hash_word_rows(buf, offsets, rows, empty, out):
         h = ROW_SEED
         c = 0
         while i < hi:
-            if buf[i] == SPACE:
+            if SEPARATOR[buf[i]]:
                 i += 1
                 continue
             t, i = _token(buf, i, hi, False)
@@ -129,7 +152,7 @@ def hash_word_rows(buf, offsets, rows, empty, out):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def hash_shingles(tokens, counts, ngram, seed_mix, whole_short):
     """(shingle hashes row by row, shingles per row). A row with fewer than ``ngram`` tokens
     gets one shingle of all of them if ``whole_short``, else none."""
@@ -158,7 +181,7 @@ def hash_shingles(tokens, counts, ngram, seed_mix, whole_short):
     return out, per_row
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def minhash_bins(hashes, per_row, num_perm, sentinel):
     """One-permutation MinHash before densification: the top 32 bits of a shingle hash pick its
     bin, the low 32 bits are its value, a bin keeps its minimum; empty bins stay ``sentinel``."""
@@ -178,7 +201,7 @@ def minhash_bins(hashes, per_row, num_perm, sentinel):
     return sig
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def densify(sig, table, sentinel):
     """Optimal densification in place: an empty bin ``j`` of a non-empty row takes the value of
     the first originally filled bin among ``table[0, j], table[1, j], ...``, else of the next
@@ -210,7 +233,7 @@ def densify(sig, table, sentinel):
     return sig
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def script_share(buf, offsets, rows, in_script):
     """(code points, code points with ``in_script[cp]``) of each listed row (valid UTF-8)."""
     total = np.zeros(len(rows), np.int64)

@@ -49,10 +49,19 @@ def ref_token_hash(token: bytes) -> int:
     return _mix(h ^ last ^ ((len(token) << 56) & M64) ^ 0x5EED)
 
 
+ASCII_WS = "\t\n\v\f\r \x1c\x1d\x1e\x1f"
+
+
+def _lower_ascii(s: str) -> str:
+    return "".join(c.lower() if "A" <= c <= "Z" else c for c in s)
+
+
 def ref_tokens(text: str, char: bool) -> list[bytes]:
+    """Separated by ASCII whitespace, ASCII capitals lower-cased (nothing else changes)."""
+    text = _lower_ascii(text)
     if char:
-        return [c.encode() for c in text if c != " "]
-    return [w.encode() for w in text.split(" ") if w]
+        return [c.encode() for c in text if c not in ASCII_WS]
+    return [w.encode() for w in re.split(f"[{re.escape(ASCII_WS)}]+", text) if w]
 
 
 def ref_shingles(text: str, ngram: int, seed: int, char: bool, whole: bool = True) -> list[int]:
@@ -72,12 +81,13 @@ def ref_shingles(text: str, ngram: int, seed: int, char: bool, whole: bool = Tru
 
 def _rows(seed: int, n: int) -> list[str]:
     rng = random.Random(seed)
-    pieces = ["a", "bc", "longer", "exactly8", "ninechars", "a-very-long-token-of-many-bytes" * 3]
-    pieces += ["é", "日本語", "中文文本", "😀", "ก", "x"]
+    pieces = ["a", "bc", "Longer", "EXACTLY8", "ninechars", "a-very-long-Token-of-many-bytes" * 3]
+    pieces += ["é", "É", "日本語", "中文文本", "😀", "ก", "x"]
+    seps = [" ", "  ", "\t", "\n\n", " \x1f", "\r\n"]
     rows = []
     for _ in range(n):
         words = [rng.choice(pieces) for _ in range(rng.randint(0, 12))]
-        rows.append(" " * rng.randint(0, 2) + ("  " if rng.random() < 0.2 else " ").join(words))
+        rows.append(" " * rng.randint(0, 2) + rng.choice(seps).join(words))
     return rows
 
 
@@ -104,7 +114,7 @@ def test_per_row_units_tokenize_each_row_as_asked():
 
 
 def test_exact_duplicate_keys_hash_the_word_sequence():
-    rows = ["a b", "a  b", " a b ", "b a", "ab", "", "   ", None, "日本 語", "日本語"]
+    rows = ["a b", "A\t\tb", " a b\n", "b a", "ab", "", " \r\n ", None, "日本 語", "日本語"]
     keys = text_hashes(pa.array(rows, pa.large_string())).tolist()
     assert keys[0] == keys[1] == keys[2] and len({keys[0], keys[3], keys[4]}) == 3
     assert keys[5] == keys[6] == EMPTY_HASH and keys[7] == NULL_HASH
