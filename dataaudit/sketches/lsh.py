@@ -14,7 +14,9 @@ Verified edges are joined into connected components; a cluster's id is its small
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -114,16 +116,19 @@ def candidate_pairs(
     if len(idx) < 2:
         e = np.empty(0, np.int64)
         return e, e
-    parts_a, parts_b = [], []
-    for band in range(bands):
+
+    def band_edges(band: int) -> tuple[np.ndarray, np.ndarray]:
         # keys of all rows, then the subset: no copy of the subset's signatures (memory)
         keys = signature_keys(signatures, band * rows, (band + 1) * rows)
-        if subset is not None:
-            keys = keys[idx]
-        a, b = _band_edges(keys, idx)
-        parts_a.append(a)
-        parts_b.append(b)
-    return _unique_edges(np.concatenate(parts_a), np.concatenate(parts_b))
+        return _band_edges(keys if subset is None else keys[idx], idx)
+
+    # bands are independent and numpy releases the GIL in their sorts: one thread per core
+    # (finish runs in the parent while the worker processes are idle); results in band order
+    with ThreadPoolExecutor(max(1, min(bands, os.cpu_count() or 1))) as pool:
+        parts = list(pool.map(band_edges, range(bands)))
+    return _unique_edges(
+        np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+    )
 
 
 def cross_candidates(
