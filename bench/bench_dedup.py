@@ -12,9 +12,14 @@ a Parquet file first (not timed); the timed part reads it back.
 
 Printed, side by side, with ratios and peak RSS:
   * docs/s end to end for dataaudit (2 worker processes: read -> normalize -> shingle -> MinHash
-    -> exact shingle sets; then LSH + verification + clusters in the parent), and on a subset for
-    datasketch with a per-shingle ``MinHash.update`` loop, ``MinHash.bulk``, and ``MinHashLSH``
-    insert+query (each followed by the same LSH clustering, so all are raw text -> clusters);
+    -> exact shingle sets, as DUP002's features do it; then LSH + verification + clusters in the
+    parent), for what a user runs (``audit(select=["DUP002"], workers=2)`` in a fresh process,
+    start-up included), and on a subset for datasketch with a per-shingle ``MinHash.update``
+    loop, ``MinHash.bulk``, and ``MinHashLSH`` insert+query (each followed by the same LSH
+    clustering, so all are raw text -> clusters). Per-core rows are docs per CPU-second with
+    both cores busy; a worker's start-up (imports, loading the compiled kernels, ~2 s) is printed
+    apart and not in them, as datasketch's import is not. The update loop is timed in two halves,
+    before and after dataaudit, and averaged: a shared machine's speed drifts over minutes;
   * quality against exact Jaccard of the planted pairs: recall for pairs with Jaccard >= the
     threshold, precision of verified pairs and of cluster membership;
   * the detection rate of the LSH stage by similarity bin beside the theoretical S-curve of the
