@@ -2,7 +2,7 @@
 
 :func:`normalize_text` is the definition (NFKC, casefold, whitespace collapsed);
 :func:`normalize_array` computes it for an Arrow array with identical output, but in Arrow and
-polars for almost every row: NFKC only runs where a character could change, as an exact
+compiled loops for almost every row: NFKC only runs where a character could change, as an exact
 table replacement where that is provably the same (see :func:`nfkc_array`), and Python handles
 only the rows left. :func:`tokenizable_array` is the cheaper form that shingling needs.
 """
@@ -133,24 +133,51 @@ def _nfkc_replacements() -> tuple[list[str], list[str]]:
     return chars, forms
 
 
+@lru_cache(maxsize=1)
+def _nfkc_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_nfkc_replacements` as arrays for the kernel: (index per code point, replacement
+    offsets, replacement UTF-8 bytes, is the code point in the unstable class)."""
+    chars, forms = _nfkc_replacements()
+    cps = np.array([ord(c) for c in chars], np.int64)
+    index = np.full(int(cps.max()) + 1 if len(cps) else 0, -1, np.int64)
+    index[cps] = np.arange(len(cps))
+    blobs = [f.encode("utf-8") for f in forms]
+    offsets = np.zeros(len(blobs) + 1, np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    ranges = _nfkc_unstable_ranges()
+    unstable = np.zeros(max(hi for _, hi in ranges) + 1, np.bool_)
+    for lo, hi in ranges:
+        unstable[lo : hi + 1] = True
+    return index, offsets, np.frombuffer(b"".join(blobs), np.uint8), unstable
+
+
 def nfkc_array(arr: pa.Array) -> pa.Array:
-    """NFKC of every row, exactly as ``unicodedata.normalize("NFKC", ...)``, mostly in polars.
+    """NFKC of every row, exactly as ``unicodedata.normalize("NFKC", ...)``, mostly compiled.
 
     Each character of the table (:func:`_nfkc_replacements`: fullwidth punctuation, ligatures,
-    compatibility ideographs...) is replaced by its NFKC form in one Aho-Corasick pass. That keeps
-    the text compatibility-equivalent to the row, so both have the same NFKC; where the result
-    holds no character of the unstable class, CPython's quick check proves it normalized, hence it
-    *is* the row's NFKC. Rows where a character is left (combining marks, Hangul jamo...) are
-    normalized by Python. On CJK text this is ~6x faster than Python alone.
+    compatibility ideographs...) is replaced by its NFKC form in one pass over the bytes. That
+    keeps the text compatibility-equivalent to the row, so both have the same NFKC; where the
+    result holds no character of the unstable class (the same pass checks), CPython's quick
+    check proves it normalized, hence it *is* the row's NFKC. Rows where such a character is left
+    (combining marks, Hangul jamo...) are normalized by Python. On CJK text this is ~10x faster
+    than Python alone, as fast as polars' Aho-Corasick ``replace_many`` and without importing
+    polars in worker processes.
     """
-    import polars as pl
+    from ..sketches.kernels import replace_chars
+    from ..sketches.minhash import text_bytes
 
+    arr = arr.cast(STRING)
     if not len(arr):
-        return arr.cast(STRING)
-    chars, forms = _nfkc_replacements()
-    replaced = pl.Series("t", arr.cast(STRING)).str.replace_many(chars, forms).to_arrow()
-    replaced = replaced.cast(STRING)
-    left = _mask(pc.fill_null(pc.match_substring_regex(replaced, _nfkc_unstable_class()), False))
+        return arr
+    offsets, data = text_bytes(arr)
+    index, rep_offsets, rep_bytes, unstable = _nfkc_table()
+    out_offsets, out, left = replace_chars(data, offsets, index, rep_offsets, rep_bytes, unstable)
+    replaced = pa.Array.from_buffers(
+        STRING, len(arr), [None, pa.py_buffer(out_offsets), pa.py_buffer(out)]
+    )
+    if arr.null_count:
+        left &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+        replaced = pc.if_else(pc.is_valid(arr), replaced, pa.scalar(None, STRING))
     if not left.any():
         return replaced
     redo = [unicodedata.normalize("NFKC", s) for s in arr.filter(pa.array(left)).to_pylist()]

@@ -1,4 +1,5 @@
-"""Compiled loops (numba) for the per-byte and per-shingle work of near-duplicate detection.
+"""Compiled loops (numba) for the per-byte and per-shingle work of near-duplicate detection
+(and the NFKC table replacement of :func:`dataaudit.features.normalize.nfkc_array`).
 
 Why compiled: splitting, token hashing, shingle hashing and MinHash binning touch every byte and
 every shingle; in numpy/polars they cost many passes over temporaries (a Rust string per token in
@@ -233,6 +234,24 @@ def densify(sig, table, sentinel):
     return sig
 
 
+@kernel(inline="always")
+def _decode(buf, i, hi):
+    """(code point, byte length) of the UTF-8 character starting at ``i`` (valid UTF-8)."""
+    b = np.int64(buf[i])
+    if b < 0x80:
+        return b, 1
+    if b < 0xE0:
+        cp, step = b & 0x1F, 2
+    elif b < 0xF0:
+        cp, step = b & 0x0F, 3
+    else:
+        cp, step = b & 0x07, 4
+    for q in range(1, step):
+        if i + q < hi:
+            cp = (cp << 6) | (np.int64(buf[i + q]) & 0x3F)
+    return cp, step
+
+
 @kernel()
 def script_share(buf, offsets, rows, in_script):
     """(code points, code points with ``in_script[cp]``) of each listed row (valid UTF-8)."""
@@ -245,18 +264,7 @@ def script_share(buf, offsets, rows, in_script):
         c = 0
         h = 0
         while i < hi:
-            b = np.int64(buf[i])
-            if b < 0x80:
-                cp, step = b, 1
-            elif b < 0xE0:
-                cp, step = b & 0x1F, 2
-            elif b < 0xF0:
-                cp, step = b & 0x0F, 3
-            else:
-                cp, step = b & 0x07, 4
-            for q in range(1, step):
-                if i + q < hi:
-                    cp = (cp << 6) | (np.int64(buf[i + q]) & 0x3F)
+            cp, step = _decode(buf, i, hi)
             c += 1
             if cp < size and in_script[cp]:
                 h += 1
@@ -264,3 +272,44 @@ def script_share(buf, offsets, rows, in_script):
         total[x] = c
         hits[x] = h
     return total, hits
+
+
+@kernel()
+def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
+    """Each character ``c`` with ``index[c] >= 0`` replaced by its entry of ``rep_bytes``; also,
+    per row, whether it holds a ``flagged`` character that was not replaced.
+    Returns (offsets, bytes, flagged rows)."""
+    n = len(offsets) - 1
+    out_offsets = np.zeros(n + 1, np.int64)
+    left = np.zeros(n, np.bool_)
+    n_index, n_flag = len(index), len(flagged)
+    for r in range(n):
+        i, hi = offsets[r], offsets[r + 1]
+        size = 0
+        while i < hi:
+            cp, step = _decode(buf, i, hi)
+            k = index[cp] if cp < n_index else -1
+            if k >= 0:
+                size += rep_offsets[k + 1] - rep_offsets[k]
+            else:
+                size += step
+                if cp < n_flag and flagged[cp]:
+                    left[r] = True
+            i += step
+        out_offsets[r + 1] = out_offsets[r] + size
+    out = np.empty(out_offsets[n], np.uint8)
+    for r in range(n):
+        i, hi, o = offsets[r], offsets[r + 1], out_offsets[r]
+        while i < hi:
+            cp, step = _decode(buf, i, hi)
+            k = index[cp] if cp < n_index else -1
+            if k >= 0:
+                for q in range(rep_offsets[k], rep_offsets[k + 1]):
+                    out[o] = rep_bytes[q]
+                    o += 1
+            else:
+                for q in range(step):
+                    out[o] = buf[i + q]
+                    o += 1
+            i += step
+    return out_offsets, out, left

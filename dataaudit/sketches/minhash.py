@@ -90,7 +90,7 @@ def _mix64_inplace(x: np.ndarray, xor: np.uint64 | None = None) -> np.ndarray:
     return x
 
 
-def _text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+def text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(row offsets into the bytes, the rows' UTF-8 bytes); nulls are empty rows."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -132,7 +132,7 @@ def text_hashes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    offsets, data = _text_bytes(arr)
+    offsets, data = text_bytes(arr)
     out = np.empty(len(arr), U64)
     hash_word_rows(data, offsets, np.arange(len(arr)), EMPTY_HASH, out)
     return _nulls_to(out, arr)
@@ -165,7 +165,7 @@ def shingle_rows(
         raise ValueError(f"short={short!r}: use 'whole' or 'none'")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    offsets, data = _text_bytes(arr)
+    offsets, data = text_bytes(arr)
     char_rows = np.ascontiguousarray(char_rows, dtype=np.bool_)
     ntok = kernels.count_tokens(data, offsets, char_rows)
     keys = np.empty(len(arr), U64)  # the exact-duplicate keys, from the same word tokens
@@ -338,7 +338,7 @@ def cjk_rows(arr: pa.Array) -> np.ndarray:
     )
     if not non_ascii.size:  # ASCII rows cannot be in such a script: most batches stop here
         return out
-    offsets, data = _text_bytes(arr)
+    offsets, data = text_bytes(arr)
     chars, count = script_share(data, offsets, non_ascii, _no_space_table())
     out[non_ascii] = (count > 0) & (count * 10 >= chars * 3)
     return out
