@@ -225,13 +225,9 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     cand = _mask(pc.fill_null(pc.match_substring_regex(sub, union), False))
     special = np.zeros(len(sub), bool)
     if cand.any():
-        csub = sub.filter(pa.array(cand))
-        unstable = _mask(pc.fill_null(pc.match_substring_regex(csub, unstable_cls), False))
-        if unstable.any():
-            redo = nfkc_array(csub.filter(pa.array(unstable)))
-            cnfkc = pc.replace_with_mask(csub, pa.array(unstable), redo)
-        else:
-            cnfkc = csub
+        # NFKC of the candidates (one compiled pass; rows without a table character come back
+        # unchanged, so no second regex is needed to pick the ones NFKC can change)
+        cnfkc = nfkc_array(sub.filter(pa.array(cand)))
         sub = pc.replace_with_mask(sub, pa.array(cand), cnfkc)
         special[cand] = _mask(pc.fill_null(pc.match_substring_regex(cnfkc, special_class()), False))
     if collapse:
