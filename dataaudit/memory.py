@@ -11,7 +11,12 @@ from __future__ import annotations
 import ctypes
 import sys
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TRIM_EVERY = 1 << 28  # bytes consumed between two returns of freed memory
 
 
 @lru_cache(maxsize=1)
@@ -28,3 +33,23 @@ def release_free_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def concatenate(parts: list[np.ndarray], out: np.ndarray, *, consume: bool = False) -> np.ndarray:
+    """Copy the parts one after another into ``out``. ``consume``: empty the list while
+    copying and give the freed memory back as it goes, so the peak is one array plus one part,
+    not two arrays (for a finish that uses its state once)."""
+    pos = freed = 0
+    for i in range(len(parts)):
+        part = parts.pop(0) if consume else parts[i]
+        out[pos : pos + len(part)] = part
+        pos += len(part)
+        if consume:
+            freed += part.nbytes
+            del part
+            if freed > TRIM_EVERY:
+                release_free_memory()
+                freed = 0
+    if consume:
+        release_free_memory()
+    return out

@@ -109,6 +109,13 @@ def _token(buf, i, hi, char):
     return _mix(h ^ w ^ (U64(i - start) << U64(56)) ^ TOKEN_SEED), i
 
 
+@kernel(inline="always")
+def _row_key(h, words, empty):
+    """A row's exact-duplicate key from its folded word hashes (``ROW_SEED``, then
+    ``h = mix(h ^ token)`` per word) and its word count."""
+    return _mix(h ^ U64(words)) if words else empty
+
+
 @kernel()
 def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
     """64-bit hash of every token, row by row (``counts`` from :func:`count_tokens`). For each
@@ -129,7 +136,7 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
             j += 1
             h = _mix(h ^ t)
         if not char:
-            row_hashes[r] = _mix(h ^ U64(counts[r])) if counts[r] else empty
+            row_hashes[r] = _row_key(h, counts[r], empty)
     return out
 
 
@@ -149,7 +156,7 @@ def hash_word_rows(buf, offsets, rows, empty, out):
             t, i = _token(buf, i, hi, False)
             h = _mix(h ^ t)
             c += 1
-        out[r] = _mix(h ^ U64(c)) if c else empty
+        out[r] = _row_key(h, c, empty)
     return out
 
 

@@ -82,10 +82,9 @@ def signature_keys(signatures: np.ndarray, start: int = 0, stop: int | None = No
 
 
 def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges (first, member) and (previous, member) within equal-key buckets."""
-    # rows usually ascend already: a stable sort by key then keeps them in order, and is faster
-    ascending = len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all())
-    order = np.argsort(keys, kind="stable") if ascending else np.lexsort((rows, keys))
+    """Edges (first, member) and (previous, member) within equal-key buckets; ``rows`` ascend
+    (every caller passes sorted row ids), so a stable sort by key keeps each bucket in row order."""
+    order = np.argsort(keys, kind="stable")
     k = keys[order]
     r = rows[order]
     same = k[1:] == k[:-1]
@@ -112,7 +111,7 @@ def candidate_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct candidate pairs (i < j) of rows sharing a band; linear in the bucket sizes."""
     n = len(signatures)
-    idx = np.arange(n, dtype=np.int64) if subset is None else np.asarray(subset, np.int64)
+    idx = np.arange(n, dtype=np.int64) if subset is None else np.sort(np.asarray(subset, np.int64))
     if len(idx) < 2:
         e = np.empty(0, np.int64)
         return e, e

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..memory import release_free_memory
+from ..memory import concatenate
 
 __all__ = [
     "SENTINEL",
@@ -120,8 +120,11 @@ class Shingles:
         """The row of each shingle."""
         return np.repeat(np.arange(self.num_rows, dtype=np.int64), self.per_row)
 
-    def counts(self) -> np.ndarray:
-        return self.per_row
+    def offsets(self) -> np.ndarray:
+        """Where each row's shingles start in ``hashes`` (CSR, rows + 1 entries)."""
+        offsets = np.zeros(self.num_rows + 1, np.int64)
+        np.cumsum(self.per_row, out=offsets[1:])
+        return offsets
 
 
 def text_hashes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -222,33 +225,21 @@ class ShingleSets:
 
     @staticmethod
     def concat(parts: list[ShingleSets], *, consume: bool = False) -> ShingleSets:
-        """The parts as one; ``consume`` empties the list while copying (frees each part)."""
+        """The parts as one; ``consume`` empties the list and frees each part once copied."""
         sizes = np.concatenate([p.sizes() for p in parts]) if parts else np.zeros(0, np.int64)
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        values = np.empty(int(offsets[-1]), np.uint32)
-        pos = freed = 0
-        for i in range(len(parts)):
-            part = parts.pop(0) if consume else parts[i]
-            values[pos : pos + len(part.values)] = part.values
-            pos += len(part.values)
-            if consume:
-                freed += part.values.nbytes
-                del part
-                if freed > 1 << 28:  # give the copied parts' memory back as we go
-                    release_free_memory()
-                    freed = 0
+        values = [p.values for p in parts]
         if consume:
-            release_free_memory()
-        return ShingleSets(offsets, values)
+            parts.clear()
+        out = concatenate(values, np.empty(int(offsets[-1]), np.uint32), consume=consume)
+        return ShingleSets(offsets, out)
 
 
 def shingle_sets(sh: Shingles) -> ShingleSets:
     """Each row's 32-bit shingle hashes (CSR, ~4 bytes per shingle; repeats kept, no sorting:
     :func:`pair_jaccard` de-duplicates only the rows it compares)."""
-    offsets = np.zeros(sh.num_rows + 1, np.int64)
-    np.cumsum(sh.per_row, out=offsets[1:])
-    return ShingleSets(offsets, (sh.hashes >> U64(32)).astype(np.uint32))
+    return ShingleSets(sh.offsets(), (sh.hashes >> U64(32)).astype(np.uint32))
 
 
 def pair_jaccard(

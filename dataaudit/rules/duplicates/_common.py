@@ -14,10 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
-from ...memory import release_free_memory
+from ...memory import concatenate
 from ...sketches.minhash import EMPTY_HASH, NULL_HASH
-
-TRIM_BYTES = 1 << 28  # return freed memory to the OS every 256 MB consumed
 
 SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
 
@@ -46,25 +44,9 @@ def merge_splits(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def cat(
     parts: list[np.ndarray], dtype: Any, width: int | None = None, *, consume: bool = False
 ) -> np.ndarray:
-    """The parts as one array. ``consume``: empty the list while copying, so each part is freed
-    as soon as it is copied (peak memory one array plus one part, not two arrays; for a finish
-    that uses its state once)."""
+    """The parts as one array; ``consume`` frees each part once copied (see memory.concatenate)."""
     n = sum(len(p) for p in parts)
-    out = np.empty((n, width) if width else n, dtype)
-    pos = freed = 0
-    for i in range(len(parts)):
-        part = parts.pop(0) if consume else parts[i]
-        out[pos : pos + len(part)] = part
-        pos += len(part)
-        if consume:
-            freed += part.nbytes
-            del part
-            if freed > TRIM_BYTES:
-                release_free_memory()
-                freed = 0
-    if consume:
-        release_free_memory()
-    return out
+    return concatenate(parts, np.empty((n, width) if width else n, dtype), consume=consume)
 
 
 def cat_text(parts: list[pa.Array]) -> pa.ChunkedArray:

@@ -21,12 +21,6 @@ from ..duplicates._common import merge_splits
 NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
 
 
-def _first_index(sh: Shingles) -> np.ndarray:
-    first = np.zeros(sh.num_rows + 1, np.int64)
-    np.cumsum(sh.counts(), out=first[1:])
-    return first
-
-
 def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[str, int]:
     """The longest run of consecutive matched n-gram positions as words, and its length."""
     words = words_only(pa.array([text], pa.large_string()))[0].as_py().split()
@@ -151,7 +145,7 @@ class NgramContamination(Rule):
                     "hash": sh.hashes[order],
                     "owner": sh.row[order],
                     "text": text,
-                    "first": _first_index(sh),
+                    "first": sh.offsets(),
                 }
             )
         bits = max(64, int(self.bloom_mb) * 8 * 1024 * 1024)
@@ -175,7 +169,7 @@ class NgramContamination(Rule):
             sp.setdefault("sh_hash", []).append(sh.hashes)
             sp.setdefault("norm", []).append(batch.normalized)
         if state["refs"] and len(sh.hashes):
-            first = _first_index(sh)
+            first = sh.offsets()
             norm = None
             for fi, ref in enumerate(state["refs"]):
                 idx = np.searchsorted(ref["hash"], sh.hashes)
