@@ -223,6 +223,22 @@ class TokenDrift(Rule):
             if smallest < self.min_rows:
                 notes.append(f"{label}: no verdict (a split has < min_rows={self.min_rows} rows)")
                 continue
+            # all-empty text is TXT001's finding; a distribution of nothing cannot drift
+            empty = [
+                name
+                for name, s in (
+                    (base_name if origin == "train" else f"reference {base_name}", base),
+                    (split, other),
+                )
+                if not sum(h.total for h in s["halves"])
+            ]
+            if empty:
+                verb = "has" if len(empty) == 1 else "have"
+                notes.append(
+                    f"{label}: no verdict ({' and '.join(empty)} {verb} no {unit}: every row is "
+                    "empty, blank or null)"
+                )
+                continue
             c = self.compare(base, other)
             if not np.isfinite(c["js"]) or not np.isfinite(c["noise"]):
                 notes.append(f"{label}: no verdict (no {unit} to compare)")
