@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -36,34 +35,27 @@ def _parse_option(text: str) -> tuple[str, str, Any]:
         raise ConfigError(
             f"--option {text!r}: expected CODE.option=value, e.g. TXT003.max_chars=20000."
         )
-    return code.strip(), option.strip(), yaml.safe_load(raw)
-
-
-def _discover_pyproject() -> str | None:
-    path = Path("pyproject.toml")
-    if path.is_file():
-        try:
-            import tomllib
-        except ImportError:  # pragma: no cover
-            import tomli as tomllib
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if "dataaudit" in data.get("tool", {}):
-            return str(path)
-    return None
+    try:
+        value = yaml.safe_load(raw)
+    except (yaml.YAMLError, RecursionError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(
+            f"--option {text!r}: the value {raw!r} is not valid YAML ({detail}); quote strings "
+            "and close brackets, e.g. LEAK001.pairs='[[train, test]]'."
+        ) from None
+    return code.strip(), option.strip(), value
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from .api import audit
+    from .config import discover_pyproject
 
     rules: dict[str, dict[str, Any]] = {}
     for text in args.option or []:
         code, option, value = _parse_option(text)
         rules.setdefault(code, {})[option] = value
     data: Any = args.paths[0] if len(args.paths) == 1 else list(args.paths)
-    config = args.config or _discover_pyproject()
+    config = args.config or discover_pyproject()
     progress = not args.no_progress and sys.stderr.isatty()
     report = audit(
         data,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import xxhash
 
-from .errors import ConfigError, close_matches
+from .errors import ConfigError, InputError, close_matches
 from .rule import Rule, Severity
 
 __all__ = ["AuditConfig", "available_packs", "load_config", "pack_dir"]
@@ -44,38 +45,164 @@ class AuditConfig:
     contamination_ref: list[str] = field(default_factory=list)  # benchmark files for LEAK002
     reference: str | None = None  # a baseline dataset path or saved report for drift rules
     pack: str | None = None  # the pack or file this config came from (for the report)
+    require_rules: list[str] = field(
+        default_factory=list
+    )  # selectors that must run, or the gate fails
+    require_roles: list[str] = field(default_factory=list)  # column roles the data must have
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def hash(self) -> str:
         body = {k: v for k, v in self.to_dict().items() if k != "pack"}
+        for key in _HASH_IF_SET:  # keys added later: unset, they keep older reports' hashes
+            if not body.get(key):
+                body.pop(key, None)
         blob = json.dumps(body, sort_keys=True, default=str).encode()
         return xxhash.xxh3_64_hexdigest(blob)
 
-    def validate(self) -> None:
-        Severity.parse(self.fail_on, option="fail_on")
-        if Severity.parse(self.fail_on) is Severity.INFO:
-            raise ConfigError("fail_on='info' would fail on every note; use 'warn' or 'error'.")
-        self.fail_on = Severity.parse(self.fail_on).value
-        for name in ("batch_size", "max_examples", "example_chars", "workers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name}={value!r}: expected a positive integer.")
-        for name in ("select", "extend_select", "ignore"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-                setattr(self, name, value)
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(
-                    f"{name}={value!r}: expected a list of rule codes, prefixes or groups."
-                )
+    def validate(self, origin: str = "AuditConfig") -> None:
+        """Check every field's type and value; normalize comma strings into lists."""
+        for key, value in _check(self.to_dict(), origin).items():
+            setattr(self, key, value)
 
 
 _KEYS = {f.name for f in fields(AuditConfig)} | {"extends"}
+_HASH_IF_SET = ("require_rules", "require_roles")
+_SELECTOR_LISTS = ("select", "extend_select", "ignore", "require_rules")
+_POSITIVE_INTS = ("batch_size", "max_examples", "example_chars", "workers")
+_OPTIONAL_STRINGS = ("split", "tokenizer", "reference", "pack")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _role_names() -> tuple[str, ...]:
+    from .corpus import ROLE_NAMES  # lazy: corpus imports pyarrow
+
+    return ROLE_NAMES
+
+
+def _str_list(value: Any, where: str, what: str, *, commas: bool) -> list[str]:
+    """A list of non-empty strings; a single string is one item (split on commas if asked)."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()] if commas else [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where}={_show(value)}: expected a list of {what}.")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(
+                f"{where}: item {_show(item)} is not a {what[:-1]}; expected a list of {what}."
+            )
+    return [v.strip() for v in value]
+
+
+def _check(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Check the type and value of every known key in one config source.
+
+    ``origin`` (a file path, a pack name, "config dict", "audit() arguments") starts every
+    message, so a wrong value is found where it was written. Returns normalized values.
+    """
+    out = dict(data)
+    for key, value in data.items():
+        where = f"{origin}: {key}"
+        if key in _SELECTOR_LISTS:
+            if value is None and key == "select":
+                continue
+            if value is None:
+                out[key] = []
+                continue
+            out[key] = _str_list(value, where, "rule codes, prefixes, names or groups", commas=True)
+        elif key == "require_roles":
+            roles = _str_list(value or [], where, "column roles", commas=True)
+            for role in roles:
+                if role not in _role_names():
+                    raise ConfigError(
+                        f"{where}: {role!r} is not a column role."
+                        + close_matches(role, _role_names())
+                        + f" Roles: {', '.join(_role_names())}."
+                    )
+            out[key] = roles
+        elif key == "contamination_ref":
+            what = "benchmark file paths"
+            out[key] = [] if value is None else _str_list(value, where, what, commas=False)
+        elif key == "fail_on":
+            severity = Severity.parse(value, option=where)
+            if severity is Severity.INFO:
+                raise ConfigError(
+                    f"{where}='info' would fail on every note; use 'warn' or 'error'."
+                )
+            out[key] = severity.value
+        elif key in _POSITIVE_INTS or key == "seed":
+            low = 0 if key == "seed" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                kind = "a non-negative integer" if low == 0 else "a positive integer"
+                raise ConfigError(f"{where}={_show(value)}: expected {kind}.")
+        elif key in _OPTIONAL_STRINGS:
+            if isinstance(value, os.PathLike) and key != "split":
+                out[key] = value = os.fspath(value)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{where}={_show(value)}: expected a string or nothing (null).")
+        elif key == "extends":
+            if isinstance(value, os.PathLike):
+                out[key] = value = os.fspath(value)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f"{where}={_show(value)}: expected one pack name or config file path."
+                )
+        elif key == "rules":
+            out[key] = _check_rules(value, where)
+        elif key == "columns":
+            out[key] = _check_columns(value, where)
+    return out
+
+
+def _check_rules(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where}={_show(value)}: expected a mapping of rule code to options, "
+            "e.g. {DUP002: {threshold: 0.85}}."
+        )
+    rules: dict[str, dict[str, Any]] = {}
+    for code, opts in value.items():
+        if not isinstance(code, str):
+            raise ConfigError(f"{where}: {_show(code)} is not a rule code (expected a string).")
+        if opts is None:
+            opts = {}
+        if not isinstance(opts, dict):
+            raise ConfigError(
+                f"{where}.{code}={_show(opts)}: expected a mapping of options, e.g. "
+                f"{{{code}: {{severity: error}}}}; see `dataaudit explain {code}`."
+            )
+        for name in opts:
+            if not isinstance(name, str):
+                raise ConfigError(f"{where}.{code}: option name {_show(name)} is not a string.")
+        rules[code] = dict(opts)
+    return rules
+
+
+def _check_columns(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where}={_show(value)}: expected a mapping of role to column, e.g. "
+            "{text: content, label: y}."
+        )
+    for role, column in value.items():
+        if not isinstance(role, str) or role not in _role_names():
+            raise ConfigError(
+                f"{where}: {_show(role)} is not a column role."
+                + (close_matches(role, _role_names()) if isinstance(role, str) else "")
+                + f" Roles: {', '.join(_role_names())}."
+            )
+        if not isinstance(column, str) or not column:
+            raise ConfigError(f"{where}.{role}={_show(column)}: expected a column name (a string).")
+    return dict(value)
 
 
 def _pack_roots() -> list[Path]:
@@ -96,30 +223,33 @@ def available_packs() -> list[str]:
     return sorted(p.stem for p in pack_dir().glob("*.yaml"))
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _decode(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config ({exc}).") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
+            "save the config as UTF-8."
+        ) from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    text = _decode(path)
     if path.suffix.lower() == ".toml":
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML ({exc}).") from None
-        if path.name == "pyproject.toml":
-            data = data.get("tool", {}).get("dataaudit")
-            if data is None:
-                raise ConfigError(f"{path}: has no [tool.dataaudit] table.")
-        return data
+        data = _read_toml(path, text)
+        if path.name != "pyproject.toml":
+            return data
+        table = _tool_table(path, data)
+        if table is None:
+            raise ConfigError(f"{path}: has no [tool.dataaudit] table.")
+        return table
     import yaml
 
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise ConfigError(f"{path}: invalid YAML ({exc}).") from None
     if data is None:
         return {}
@@ -128,16 +258,75 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _resolve_source(spec: str | Path) -> tuple[dict[str, Any], str]:
+def _read_toml(path: Path, text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file.") from None
+
+
+def _tool_table(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+    """pyproject's [tool.dataaudit] table, or None when there is none."""
+    tool = data.get("tool", {})
+    table = tool.get("dataaudit") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(
+            f"{path}: tool.dataaudit must be a table ([tool.dataaudit]), "
+            f"got {type(table).__name__}."
+        )
+    return table
+
+
+def discover_pyproject(directory: str | Path = ".") -> str | None:
+    """The pyproject.toml in ``directory`` if it configures dataaudit, else None.
+
+    A pyproject.toml that cannot be read or parsed is an error when it mentions dataaudit (its
+    settings, such as ``fail_on``, would otherwise be lost without a word); one that does not
+    mention dataaudit at all is not ours and is ignored.
+    """
+    path = Path(directory) / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read it ({exc}), so its [tool.dataaudit] settings cannot be "
+            "checked; fix its permissions or pass --config."
+        ) from None
+    if b"dataaudit" not in raw:
+        return None
+    if _tool_table(path, _read_toml(path, _decode(path))) is None:
+        return None  # e.g. the project depends on dataaudit but does not configure it
+    return str(path)
+
+
+def _resolve_source(
+    spec: str | Path, base: Path | None = None
+) -> tuple[dict[str, Any], str, Path, str]:
+    """(data, origin for messages, directory its own ``extends`` resolve against, identity).
+
+    A relative path resolves against ``base``: the directory of the file that names it (or the
+    working directory at the top level).
+    """
     text = str(spec)
     path = Path(text).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
     if path.suffix.lower() in (".yaml", ".yml", ".toml") or path.is_file():
         if not path.is_file():
-            raise ConfigError(f"{path}: config file not found.")
-        return _read_file(path), str(path)
+            where = (
+                f" (relative to {base}, the directory of the file that extends it)" if base else ""
+            )
+            raise ConfigError(f"{path}: config file not found{where}.")
+        return _read_file(path), str(path), path.resolve().parent, str(path.resolve())
     packs = available_packs()
     if text in packs:
-        return _read_file(pack_dir() / f"{text}.yaml"), text
+        return _read_file(pack_dir() / f"{text}.yaml"), text, pack_dir(), f"pack:{text}"
     raise ConfigError(
         f"config {text!r} is neither a file nor a rule pack."
         + close_matches(text, packs)
@@ -159,63 +348,87 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _expand(data: dict[str, Any], origin: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    unknown = sorted(set(data) - _KEYS)
+def _expand(
+    data: dict[str, Any], origin: str, base: Path | None, seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    unknown = sorted(str(k) for k in data if k not in _KEYS)
     if unknown:
         raise ConfigError(
             f"{origin}: unknown key {unknown[0]!r}."
             + close_matches(unknown[0], _KEYS)
             + f" Valid keys: {', '.join(sorted(_KEYS))}."
         )
-    parent = data.get("extends")
+    data = _check(data, origin)
+    parent = data.pop("extends", None)
     if parent is None:
-        return {k: v for k, v in data.items() if k != "extends"}
-    if parent in seen:
-        raise ConfigError(f"{origin}: 'extends' makes a cycle ({' -> '.join((*seen, parent))}).")
-    base_data, base_origin = _resolve_source(parent)
-    base = _expand(base_data, base_origin, (*seen, str(parent)))
-    return _merge(base, {k: v for k, v in data.items() if k != "extends"})
+        return data
+    base_data, base_origin, base_dir, ident = _resolve_source(parent, base)
+    if ident in seen:
+        chain = " -> ".join((*seen, ident))
+        raise ConfigError(f"{origin}: 'extends' makes a cycle ({chain}).")
+    return _merge(_expand(base_data, base_origin, base_dir, (*seen, ident)), data)
 
 
 def load_config(spec: Any = None, **overrides: Any) -> AuditConfig:
     """Build an AuditConfig from a pack name, file, dict or AuditConfig, then apply overrides."""
+    base: Path | None = None
+    seen: tuple[str, ...] = ()
     if isinstance(spec, AuditConfig):
-        data, origin = spec.to_dict(), spec.pack or "AuditConfig"
+        data, origin = spec.to_dict(), "AuditConfig"
     elif spec is None:
-        data, origin = _resolve_source(DEFAULT_PACK)
+        data, origin, base, ident = _resolve_source(DEFAULT_PACK)
+        seen = (ident,)
     elif isinstance(spec, dict):
         data, origin = dict(spec), "config dict"
     elif isinstance(spec, (str, Path)):
-        data, origin = _resolve_source(spec)
+        data, origin, base, ident = _resolve_source(spec)
+        seen = (ident,)
     else:
         raise ConfigError(
             f"config={type(spec).__name__}: pass a pack name, a path, a dict or an AuditConfig."
         )
-    data = _expand(data, origin)
+    data = _expand(data, origin, base, seen)
     over = {k: v for k, v in overrides.items() if v is not None}
     unknown = sorted(set(over) - _KEYS)
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r}." + close_matches(unknown[0], _KEYS))
-    data = _merge(data, over)
+    data = _merge(data, _check(over, "audit() arguments"))
     data.setdefault("pack", origin)
-    for key in ("rules", "columns"):
-        if data.get(key) is None:
-            data[key] = {}
-        if not isinstance(data[key], dict):
-            raise ConfigError(
-                f"{origin}: {key!r} must be a mapping, got {type(data[key]).__name__}."
-            )
+    data.setdefault("rules", {})
+    data.setdefault("columns", {})
     config = AuditConfig(**data)
-    config.validate()
+    config.validate(origin)
     return config
 
 
+def check_required_roles(config: AuditConfig, roles: Any, columns: list[str]) -> None:
+    """Fail before the scan when the data lacks a column role the config requires.
+
+    ``roles`` is the corpus' Roles; ``columns`` the columns the data has.
+    """
+    missing = [role for role in config.require_roles if not roles.has(role)]
+    if not missing:
+        return
+    shown = ", ".join(repr(c) for c in columns[:30]) + (" ..." if len(columns) > 30 else "")
+    fix = " ".join(f"--{r} COLUMN" for r in missing)
+    raise InputError(
+        f"require_roles: the data has no {', '.join(missing)} column"
+        f"{'s' if len(missing) > 1 else ''} (columns: {shown or 'none'}). Name the column with "
+        f"{fix} (audit({', '.join(f'{r}=COLUMN' for r in missing)})), or drop "
+        f"{', '.join(missing)} from require_roles."
+    )
+
+
 def _type_ok(value: Any, default: Any, annotation: Any) -> bool:
-    if value is None or default is None or default is inspect.Parameter.empty:
+    if default is None or default is inspect.Parameter.empty:
         return True
+    if value is None:  # null only where the option's annotation allows it
+        return "None" in str(annotation) or "Optional" in str(annotation)
     if isinstance(default, bool):
         return isinstance(value, bool)
-    if isinstance(default, (int, float)):
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if isinstance(default, str):
         return isinstance(value, str)
