@@ -15,6 +15,7 @@ labeled i that confidently belong to j != i are the likely label issues.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -25,6 +26,13 @@ import xxhash
 
 _CACHE: OrderedDict[str, Any] = OrderedDict()
 _CACHE_SIZE = 4
+_WORD = re.compile(r"\w")
+
+
+def has_words(text: str) -> bool:
+    """Whether the word probe can read anything in ``text``: it sees only ``\\w+`` tokens, so
+    a row without one (empty, blank, only symbols) would be scored on the class prior alone."""
+    return _WORD.search(text) is not None
 
 
 def _digest(texts: list[str], labels: list[str], params: tuple) -> str:
@@ -110,11 +118,12 @@ def oof_proba(
     return classes, proba.copy()
 
 
-def fit_train_accuracy(texts: list[str], labels: list[str], *, seed: int = 0) -> np.ndarray:
+def fit_train_accuracy(texts: list[str], labels: list[str], *, seed: int = 0) -> np.ndarray | None:
     """Fit a high-capacity probe on the rows and predict the same rows (memorization test).
 
     Word + char n-grams restricted to the columns the sample uses, and an almost unregularized
-    linear max-margin model (hinge loss, 50 epochs): anything separable gets memorized.
+    linear max-margin model (hinge loss, 50 epochs): anything separable gets memorized. None when
+    no row has a single n-gram (all empty or blank): there is nothing to fit.
     """
     from sklearn.linear_model import SGDClassifier
 
@@ -123,6 +132,8 @@ def fit_train_accuracy(texts: list[str], labels: list[str], *, seed: int = 0) ->
     y = np.array([index[v] for v in labels], np.int64)
     x = vectorize(texts, char=True)
     x = x[:, np.unique(x.indices)]
+    if x.shape[1] == 0:
+        return None
     model = SGDClassifier(loss="hinge", alpha=1e-7, max_iter=50, tol=None, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

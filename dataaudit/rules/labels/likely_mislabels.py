@@ -21,12 +21,13 @@ def sklearn_missing() -> bool:
 class ProbeRun:
     """The probe's verdict on a sample: shared by LBL002 and LBL003's per-class table."""
 
-    def __init__(self, items, classes, proba, cl, dropped):
+    def __init__(self, items, classes, proba, cl, dropped, without_text):
         self.items = items
         self.classes = classes
         self.proba = proba
         self.cl = cl
         self.dropped = dropped  # classes left out: too few rows
+        self.without_text = without_text  # sampled rows left out: nothing for the probe to read
 
 
 def run_probe(
@@ -41,17 +42,30 @@ def run_probe(
     """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run."""
     if sklearn_missing():
         return "scikit-learn is not installed (pip install scikit-learn)"
-    counts = Counter(it[4] for it in items)
+    # a row without text gives the probe nothing to read: it is never scored nor flagged (an
+    # empty text is TXT001's finding, not a label error)
+    readable = [it for it in items if _probe.has_words(it[3])]
+    without_text = len(items) - len(readable)
+    note = (
+        f"; {without_text} sampled rows have no text for the probe to read and were left out"
+        if without_text
+        else ""
+    )
+    counts = Counter(it[4] for it in readable)
     keep_classes = {c for c, n in counts.items() if n >= max(min_class_rows, folds)}
     dropped = sorted(set(counts) - keep_classes)
-    kept = [it for it in items if it[4] in keep_classes]
+    kept = [it for it in readable if it[4] in keep_classes]
     if len(keep_classes) < 2:
         return (
             f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
-            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(items)} rows)"
+            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(readable)} rows)"
+            + note
         )
     if len(kept) < min_rows:
-        return f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
+        return (
+            f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
+            + note
+        )
     if len(keep_classes) > max_classes:
         return (
             f"the label has {len(keep_classes)} classes, more than max_classes={max_classes}; "
@@ -63,7 +77,7 @@ def run_probe(
     index = {c: i for i, c in enumerate(classes)}
     given = np.array([index[v] for v in labels], np.int64)
     cl = _probe.confident_learning(proba, given)
-    return ProbeRun(kept, classes, proba, cl, dropped)
+    return ProbeRun(kept, classes, proba, cl, dropped, without_text)
 
 
 class LikelyMislabels(Rule):
@@ -79,6 +93,9 @@ class LikelyMislabels(Rule):
         rows labeled i whose self-confidence is lowest and whose best guess is another class (as
         many per class as the joint estimates). Reported: a ranked list (given label, suggested
         label, confidence), the estimated noise per class, and a given-vs-likely label matrix.
+        Rows without a word to read (empty, blank, null, only symbols) are left out and counted
+        (``rows_without_text``): the probe could only score them on the class prior, and empty
+        text is TXT001's finding.
 
     Why it matters:
         A few percent of wrong labels costs accuracy and, worse, makes evaluation lie: on a
@@ -167,7 +184,8 @@ class LikelyMislabels(Rule):
         )
         if isinstance(run, str):
             result.skipped = run
-            result.details = {"sample": sample_info}
+            without_text = sum(not _probe.has_words(it[3]) for it in items)
+            result.details = {"sample": {**sample_info, "rows_without_text": without_text}}
             return result
         cl, classes, kept = run.cl, run.classes, run.items
         n = len(kept)
@@ -225,7 +243,12 @@ class LikelyMislabels(Rule):
                 )
             )
         result.details = {
-            "sample": {**sample_info, "rows_probed": n, "classes_left_out": run.dropped},
+            "sample": {
+                **sample_info,
+                "rows_probed": n,
+                "rows_without_text": run.without_text,
+                "classes_left_out": run.dropped,
+            },
             "ranked": ranked,
             "noise_by_class": {c: round(float(cl.noise_rate[j]), 4) for j, c in enumerate(classes)},
             "thresholds_by_class": {

@@ -105,6 +105,12 @@ class Memorization(Rule):
         texts = [it[3] for it in items]
         classes = sorted(set(labels))
         pred = _probe.fit_train_accuracy(texts, labels, seed=state["seed"])
+        if pred is None:
+            result.skipped = (
+                f"no text to fit a probe on: the {len(items)} sampled train rows have empty or "
+                "blank input (TXT001 reports empty text)"
+            )
+            return result
         given = np.array([classes.index(v) for v in labels])
         missed = np.flatnonzero(pred != given).tolist()
         accuracy = 1 - len(missed) / len(items)
