@@ -11,7 +11,7 @@ from .config import AuditConfig, build_rule, load_config
 from .context import AuditContext
 from .corpus import ROLE_NAMES, load_corpus
 from .errors import ConfigError, close_matches
-from .registry import load_rules, select_rules
+from .registry import RuleSet, load_rules, select_rules
 from .report import Report
 from .rule import Rule, Severity
 
@@ -29,8 +29,25 @@ def resolve_rules(config: AuditConfig) -> tuple[list[tuple[Rule, Severity]], lis
             )
     options = {ruleset.get(code).code: opts for code, opts in config.rules.items()}
     chosen = select_rules(ruleset, config.select, config.extend_select, config.ignore)
+    chosen = _with_input_integrity(ruleset, chosen, config.ignore)
     built = [build_rule(cls, options.get(cls.code, {})) for cls in chosen]
     return built, list(ruleset.plugin_errors)
+
+
+ALWAYS_RUN = "INPUT001"  # what the readers could not read: reported whatever is selected
+
+
+def _with_input_integrity(
+    ruleset: RuleSet, chosen: list[type[Rule]], ignore: list[str]
+) -> list[type[Rule]]:
+    """INPUT001 runs in every audit, unless ignored by its own code, name or prefix: a
+    ``select`` of one rule must not hide that part of the data was never read."""
+    cls = ruleset.rules.get(ALWAYS_RUN)
+    if cls is None or cls in chosen:
+        return chosen
+    if any(sel in (cls.code, cls.name, "INPUT") for sel in ignore or []):
+        return chosen
+    return sorted([*chosen, cls], key=lambda c: c.code)
 
 
 def audit(
@@ -50,6 +67,7 @@ def audit(
     tokenizer: Any = None,
     contamination_ref: list[str] | str | None = None,
     reference: Any = None,
+    on_bad_lines: str = "error",
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -59,6 +77,8 @@ def audit(
     split name → any of those. ``config``: a pack name (``"default"``, ``"sft"``…), a YAML/TOML
     path, a dict or an AuditConfig. Column roles (``text=``, ``label=``, ``source=``, ``prompt=``,
     ``response=``, ``messages=``, ``input=``, ``id=``) override auto-detection.
+    ``on_bad_lines="skip"`` skips records that cannot be read (INPUT001 lists each) instead of
+    stopping at the first.
     """
     t0 = time.perf_counter()
     unknown = sorted(set(columns) - set(ROLE_NAMES))
@@ -87,7 +107,7 @@ def audit(
         reference=str(reference) if isinstance(reference, (str, os.PathLike)) else None,
     )
     built, plugin_errors = resolve_rules(cfg)
-    corpus = load_corpus(data, split=cfg.split, roles=cfg.columns)
+    corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=on_bad_lines)
     ctx = AuditContext.from_corpus(
         corpus,
         max_examples=cfg.max_examples,

@@ -9,6 +9,7 @@ from .corpus import Roles
 
 if TYPE_CHECKING:
     from .corpus import Corpus
+    from .inputs.notes import InputLog
 
 
 @dataclass
@@ -26,12 +27,14 @@ class AuditContext:
     example_chars: int = 200
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)  # audit-wide settings (e.g. tokenizer)
+    #: what the readers could not take as given; filled while the corpus streams (INPUT001)
+    input_log: InputLog | None = None
 
     @classmethod
     def from_corpus(cls, corpus: Corpus, **settings: Any) -> AuditContext:
         """A context for ``corpus``: its splits (name, kind, rows if known) and roles."""
         splits = {n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()}
-        return cls(splits=splits, roles=corpus.roles, **settings)
+        return cls(splits=splits, roles=corpus.roles, input_log=corpus.log, **settings)
 
     def train_split(self) -> str | None:
         for name, info in self.splits.items():

@@ -76,7 +76,7 @@ def test_pyproject_tool_table(tmp_path):
         '[project]\nname = "x"\n\n[tool.dataaudit]\nselect = ["TXT001"]\nfail_on = "warn"\n'
     )
     report = audit(ROWS, config=str(py))
-    assert [r["code"] for r in report.results] == ["TXT001"]
+    assert [r["code"] for r in report.results] == ["INPUT001", "TXT001"]  # INPUT001 always runs
     assert not report.passed
     (tmp_path / "bad.toml").write_text("select = [\n")
     with pytest.raises(ConfigError, match="invalid TOML"):

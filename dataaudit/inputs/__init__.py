@@ -1,0 +1,1 @@
+"""Reading what users give: files, frames, records → Arrow record batches, nothing lost quietly."""

@@ -1,0 +1,352 @@
+"""JSON Lines and JSON arrays → Arrow record batches.
+
+JSON Lines are read in newline-aligned blocks by pyarrow's parser; a block it rejects is read line
+by line in Python, which finds the exact bad line for the message and keeps mixed-type values.
+Before either parser sees a block, lines nested deeper than ``MAX_DEPTH`` are caught: pyarrow's
+parser crashes the process (segfault) somewhere past 5,000 levels and Python's raises
+RecursionError near 1,000; no real record nests that deep.
+
+A line that cannot be read is an error naming the file and line (the default: a gate must not
+pass on data it did not read), or, with ``on_bad_lines="skip"``, skipped and noted in the input
+log, which INPUT001 reports line by line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from ..rule import Severity
+from .notes import InputLog
+from .records import (
+    iter_records,
+    python_type,
+    record_keys,
+    records_to_batch,
+    replace_surrogates,
+)
+
+__all__ = [
+    "BAD_LINE_POLICIES",
+    "MAX_DEPTH",
+    "first_record",
+    "iter_json",
+    "iter_jsonl",
+    "open_binary",
+]
+
+MAX_DEPTH = 256
+BLOCK_BYTES = 8 << 20  # JSON Lines are parsed in blocks of about this size
+BAD_LINE_POLICIES = ("error", "skip")
+_OPEN = np.frombuffer(b"[{", np.uint8)
+_BOM = b"\xef\xbb\xbf"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+SURROGATES_REPLACED = (
+    "{count} lone surrogates (e.g. \\ud800: valid JSON, not valid Unicode text) were replaced "
+    "by U+FFFD; TXT002 reports the rows as encoding damage"
+)
+
+
+def open_binary(path: Path) -> io.BufferedIOBase:
+    suffix = path.suffix.lower()
+    if suffix in (".gz", ".bz2", ".zst"):
+        codec = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}[suffix]
+        return pa.input_stream(str(path), compression=codec)  # type: ignore[return-value]
+    return open(path, "rb")  # noqa: SIM115
+
+
+class _BadLines:
+    """Raise on a bad line, or skip it and note it, as the user asked."""
+
+    def __init__(self, path: Path, policy: str, log: InputLog | None):
+        if policy not in BAD_LINE_POLICIES:
+            raise InputError(f"on_bad_lines={policy!r}: use one of {', '.join(BAD_LINE_POLICIES)}.")
+        self.path, self.policy, self.log = path, policy, log
+
+    def __call__(self, where: str, problem: str, fix: str) -> None:
+        """``where``: "12" (a line) or "element 3" (of a JSON array)."""
+        place = f"{self.path}:{where}" if where.isdigit() else f"{self.path} {where}"
+        if self.policy == "error":
+            raise InputError(
+                f"{place}: {problem}. {fix} (or pass on_bad_lines='skip' / "
+                "--on-bad-lines skip to skip such records and list them in the report)."
+            )
+        if self.log is not None:
+            self.log.add(
+                "skipped_line",
+                Severity.WARN,
+                "{count} records could not be read and were skipped (on_bad_lines=skip)",
+                place=f"{place}: {problem}",
+            )
+
+
+def _line_depth(line: bytes) -> int:
+    """Deepest [ / { nesting of one JSON line, ignoring brackets inside strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _too_deep(block: bytes) -> list[tuple[int, int]]:
+    """(line index in block, depth) of lines nested deeper than MAX_DEPTH.
+
+    Opening brackets per line bound the depth from above, so only lines with more than
+    MAX_DEPTH of them (rare) are scanned exactly.
+    """
+    data = np.frombuffer(block, np.uint8)
+    opens = np.flatnonzero(np.isin(data, _OPEN))
+    if opens.size <= MAX_DEPTH:
+        return []
+    newlines = np.flatnonzero(data == 0x0A)
+    per_line = np.bincount(np.searchsorted(newlines, opens), minlength=newlines.size + 1)
+    suspects = np.flatnonzero(per_line > MAX_DEPTH)
+    if not suspects.size:
+        return []
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.concatenate([newlines, [len(block)]])
+    out = []
+    for i in suspects.tolist():
+        depth = _line_depth(block[starts[i] : ends[i]])
+        if depth > MAX_DEPTH:
+            out.append((i, depth))
+    return out
+
+
+def _check_utf8(path: Path, block: bytes, first_line: int) -> None:
+    """pyarrow's JSON parser lets invalid UTF-8 through into string columns; refuse it here."""
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + block.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x}). Re-encode the file as "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line."
+        ) from None
+
+
+def _rebatch(table: pa.Table, batch_size: int) -> Iterator[pa.RecordBatch]:
+    for rb in table.to_batches(max_chunksize=batch_size):
+        if rb.num_rows:
+            yield rb
+
+
+def iter_jsonl(
+    path: Path,
+    batch_size: int,
+    *,
+    block_bytes: int | None = None,
+    on_bad_lines: str = "error",
+    log: InputLog | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """JSON Lines in newline-aligned blocks: pyarrow's parser, Python's on a block it rejects."""
+    import pyarrow.json as pj
+
+    bad = _BadLines(path, on_bad_lines, log)
+    block_bytes = block_bytes or BLOCK_BYTES
+    schema: pa.Schema | None = None
+    line_no = 0  # lines before the current block
+    with open_binary(path) as fh:
+        tail = b""
+        first = True
+        while True:
+            chunk = fh.read(block_bytes)
+            if first:
+                chunk = chunk[len(_BOM) :] if chunk.startswith(_BOM) else chunk
+                first = False
+            data = tail + chunk
+            if not chunk:
+                block, tail = data, b""
+            else:
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    tail = data
+                    continue
+                block, tail = data[: cut + 1], data[cut + 1 :]
+            if block.strip():
+                _check_utf8(path, block, line_no)
+                deep = _too_deep(block)
+                table = None
+                if not deep:
+                    try:
+                        opts = pj.ParseOptions(
+                            explicit_schema=schema, unexpected_field_behavior="infer"
+                        )
+                        table = pj.read_json(io.BytesIO(block), parse_options=opts)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        table = None
+                if table is None:
+                    yield from _block_python(
+                        path, block, line_no, batch_size, schema, dict(deep), bad, log
+                    )
+                else:
+                    if schema is None:
+                        schema = table.schema
+                    yield from _rebatch(table, batch_size)
+                line_no += block.count(b"\n")
+            if not chunk:
+                break
+
+
+def _block_python(
+    path: Path,
+    block: bytes,
+    first_line: int,
+    batch_size: int,
+    schema: pa.Schema | None,
+    deep: dict[int, int],
+    bad: _BadLines,
+    log: InputLog | None,
+) -> Iterator[pa.RecordBatch]:
+    records: list[dict[str, Any]] = []
+
+    for i, raw in enumerate(block.split(b"\n")):
+        if not raw.strip():
+            continue
+        line = first_line + i + 1
+        if i in deep:
+            bad(
+                str(line),
+                f"nested {deep[i]:,} levels deep (dataaudit reads up to {MAX_DEPTH})",
+                "Such nesting is almost certainly damage; fix or remove that line",
+            )
+            continue
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            shown = raw[:80].decode("utf-8", "replace")
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            bad(
+                str(line),
+                f"not valid JSON ({problem}); the line starts with {shown!r}",
+                "Fix or remove that line; each line of a .jsonl file must be one JSON object",
+            )
+            continue
+        if not isinstance(rec, dict):
+            bad(
+                str(line),
+                f"expected a JSON object per line, got {python_type(rec)}",
+                'Wrap each record as {"text": ...}',
+            )
+            continue
+        if _SURROGATE_ESCAPE.search(raw):
+            rec, n = replace_surrogates(rec)  # valid pairs were joined by json; lone ones remain
+            if n and log is not None:
+                log.add(
+                    "surrogates",
+                    Severity.INFO,
+                    SURROGATES_REPLACED,
+                    count=n,
+                    place=f"{path}:{line}",
+                )
+        records.append(rec)
+    # every batch of the block has every key of the block, as pyarrow's parser gives them
+    names = record_keys(records)
+    for start in range(0, len(records), batch_size):
+        yield records_to_batch(records[start : start + batch_size], schema, names=names)
+
+
+def read_in_one_block(path: Path) -> bool:
+    """Whether the first block holds the whole file, so its first batch has every column."""
+    try:
+        return path.suffix.lower() not in (".gz", ".bz2", ".zst") and (
+            path.stat().st_size <= BLOCK_BYTES
+        )
+    except OSError:
+        return False
+
+
+def first_record(path: Path) -> dict[str, Any] | None:
+    """The first JSON object of a JSON Lines file (read alone: its keys name columns cheaply);
+    None when the first line is not one (the full read reports it)."""
+    with open_binary(path) as fh:
+        for raw in fh:
+            raw = raw.removeprefix(_BOM)
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                return None
+            return rec if isinstance(rec, dict) else None
+    return None
+
+
+def iter_json(
+    path: Path,
+    batch_size: int,
+    *,
+    on_bad_lines: str = "error",
+    log: InputLog | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """A .json file holding one array of objects (or JSON Lines under a .json name)."""
+    with open_binary(path) as fh:
+        head = fh.read(1 << 16).lstrip(_BOM + b" \t\r\n")
+    if not head.startswith(b"["):
+        yield from iter_jsonl(path, batch_size, on_bad_lines=on_bad_lines, log=log)
+        return
+    with open_binary(path) as fh:
+        raw = fh.read()
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    _check_utf8(path, raw, 0)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).") from None
+    except RecursionError:
+        raise InputError(
+            f"{path}: nested too deeply to read (more than ~{MAX_DEPTH} levels); such nesting is "
+            "almost certainly damage."
+        ) from None
+    if not isinstance(data, list):
+        raise InputError(
+            f"{path}: expected a top-level array of objects (or JSON Lines), got "
+            f"{python_type(data)}."
+        )
+    bad = _BadLines(path, on_bad_lines, log)
+    kept = []
+    for i, rec in enumerate(data):
+        if isinstance(rec, dict):
+            kept.append(rec)
+        else:
+            bad(
+                f"element {i}",
+                f"element {i} of the top-level array is {python_type(rec)}, not an object",
+                "Each element must be one record object",
+            )
+    del data
+
+    def repaired(n: int) -> None:
+        if log is not None:
+            log.add(
+                "surrogates",
+                Severity.INFO,
+                SURROGATES_REPLACED,
+                count=n,
+                place=str(path),
+            )
+
+    yield from iter_records(kept, batch_size, on_repair=repaired)

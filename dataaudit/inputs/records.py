@@ -1,0 +1,165 @@
+"""Python records (dicts) → Arrow record batches, losing nothing.
+
+* The schema is the union of every record's keys, in order of first appearance: a ``label`` that
+  starts on row 2 is a column (``pa.RecordBatch.from_pylist`` alone takes the first record's keys
+  and silently drops the rest).
+* A value whose type differs from the rest of its column (a number in a text column) is kept as
+  its JSON text and marked in a companion column ``__dataaudit_type__<column>``, so the format
+  rules can report it instead of the reader crashing or changing the data.
+* Lone surrogates (``"\\ud800"``: valid JSON, common in scraped text, not encodable as UTF-8) are
+  replaced by U+FFFD, which TXT002 reports as encoding damage; the count goes to the input log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = [
+    "TYPE_MARKER_PREFIX",
+    "iter_records",
+    "python_type",
+    "record_keys",
+    "records_to_batch",
+    "replace_surrogates",
+]
+
+TYPE_MARKER_PREFIX = "__dataaudit_type__"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError)
+
+#: called with the number of values repaired in a batch (lone surrogates replaced)
+RepairSink = Callable[[int], None]
+
+
+def python_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def record_keys(records: Iterable[dict[str, Any]]) -> list[str]:
+    """Every key of every record, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for rec in records:
+        for key in rec:
+            if key not in seen:
+                seen[key] = None
+    return list(seen)
+
+
+def replace_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` with lone surrogates in every nested string replaced by U+FFFD, and how many."""
+    if isinstance(value, str):
+        fixed, n = _SURROGATE.subn("\ufffd", value)
+        return fixed, n
+    if isinstance(value, dict):
+        total = 0
+        out = {}
+        for k, v in value.items():
+            k2, a = replace_surrogates(k) if isinstance(k, str) else (k, 0)
+            v2, b = replace_surrogates(v)
+            out[k2] = v2
+            total += a + b
+        return out, total
+    if isinstance(value, (list, tuple)):
+        total = 0
+        items = []
+        for v in value:
+            v2, n = replace_surrogates(v)
+            items.append(v2)
+            total += n
+        return items, total
+    return value, 0
+
+
+def records_to_batch(
+    records: list[dict[str, Any]],
+    schema: pa.Schema | None = None,
+    *,
+    names: list[str] | None = None,
+    on_repair: RepairSink | None = None,
+) -> pa.RecordBatch:
+    """A record batch with a column for every key of every record (``names``, when given, fixes
+    the column order and adds columns no record in this batch has, as nulls)."""
+    keys = record_keys(records)
+    if names is not None:
+        keys = list(names) + [k for k in keys if k not in set(names)]
+    try:
+        return _build(records, keys, schema)
+    except UnicodeEncodeError:
+        repaired = []
+        total = 0
+        for rec in records:
+            fixed, n = replace_surrogates(rec)
+            repaired.append(fixed)
+            total += n
+        if on_repair is not None and total:
+            on_repair(total)
+        return _build(repaired, record_keys(repaired) if names is None else keys, schema)
+
+
+def _build(
+    records: list[dict[str, Any]], keys: list[str], schema: pa.Schema | None
+) -> pa.RecordBatch:
+    if schema is not None and set(schema.names) >= set(keys):
+        try:
+            return pa.RecordBatch.from_pylist(records, schema=schema)
+        except _ARROW_ERRORS:
+            pass
+    arrays: list[pa.Array] = []
+    fields: list[str] = []
+    for name in keys:
+        values = [rec.get(name) for rec in records]
+        typed = None
+        if schema is not None and schema.get_field_index(name) >= 0:
+            try:
+                typed = pa.array(values, type=schema.field(name).type)
+            except _ARROW_ERRORS:
+                typed = None
+        if typed is None:
+            try:
+                typed = pa.array(values)
+            except _ARROW_ERRORS:
+                typed = None
+        if typed is not None:
+            arrays.append(typed)
+            fields.append(name)
+            continue
+        kinds = [None if v is None else python_type(v) for v in values]
+        as_text = [
+            None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            for v in values
+        ]
+        arrays.append(pa.array(as_text, type=pa.string()))
+        fields.append(name)
+        arrays.append(pa.array([None if k in (None, "string") else k for k in kinds], pa.string()))
+        fields.append(TYPE_MARKER_PREFIX + name)
+    if not fields:
+        return pa.RecordBatch.from_pydict({})
+    return pa.RecordBatch.from_arrays(arrays, names=fields)
+
+
+def iter_records(
+    records: list[dict[str, Any]], batch_size: int, *, on_repair: RepairSink | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Batches of in-memory records; every batch has every column of the whole list."""
+    names = record_keys(records)
+    for start in range(0, len(records), batch_size):
+        yield records_to_batch(
+            records[start : start + batch_size], names=names, on_repair=on_repair
+        )
