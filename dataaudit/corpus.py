@@ -278,10 +278,15 @@ def _repair_sink(log: InputLog, what: str):
 
 def _records_table(records: list[dict[str, Any]], what: str, log: InputLog) -> pa.Table:
     """Records → one table whose columns are every key of every record."""
-    batches = list(iter_records(records, 65536, on_repair=_repair_sink(log, what)))
+    sink = _repair_sink(log, what)
+    batches = list(iter_records(records, 65536, on_repair=sink))
     if not batches:
         return pa.table({})
-    return pa.Table.from_batches(_unify(batches))
+    try:
+        return pa.Table.from_batches(_unify(batches))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        # a column whose type differs between batches: one batch keeps mixed values as text
+        return pa.Table.from_batches([next(iter_records(records, len(records), on_repair=sink))])
 
 
 def _to_table(obj: Any, what: str, log: InputLog) -> pa.Table | None:
@@ -332,13 +337,19 @@ def _to_table(obj: Any, what: str, log: InputLog) -> pa.Table | None:
 
 
 def _unify(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if len({b.schema for b in batches}) == 1:
+        return batches
     schema = pa.unify_schemas([b.schema for b in batches], promote_options="permissive")
     out = []
     for b in batches:
         cols = []
         for f in schema:
             idx = b.schema.get_field_index(f.name)
-            cols.append(b.column(idx).cast(f.type) if idx >= 0 else pa.nulls(b.num_rows, f.type))
+            if idx < 0:
+                cols.append(pa.nulls(b.num_rows, f.type))
+            else:
+                col = b.column(idx)
+                cols.append(col if col.type == f.type else col.cast(f.type))
         out.append(pa.RecordBatch.from_arrays(cols, schema=schema))
     return out
 

@@ -134,6 +134,15 @@ def _too_deep(block: bytes) -> list[tuple[int, int]]:
     return out
 
 
+def _valid(table: pa.Table) -> bool:
+    """Cheap structural validation (offsets against lengths: microseconds)."""
+    try:
+        table.validate()
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def _check_utf8(path: Path, block: bytes, first_line: int) -> None:
     """pyarrow's JSON parser lets invalid UTF-8 through into string columns; refuse it here."""
     try:
@@ -196,6 +205,8 @@ def iter_jsonl(
                         table = pj.read_json(io.BytesIO(block), parse_options=opts)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                         table = None
+                    if table is not None and not _valid(table):
+                        table = None  # pyarrow 26 builds invalid arrays from [null, false]
                 if table is None:
                     yield from _block_python(
                         path, block, line_no, batch_size, schema, dict(deep), bad, log
