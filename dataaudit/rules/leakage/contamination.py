@@ -16,9 +16,29 @@ from ...features.normalize import normalize_array
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles, shingle
 from ...sketches.ngram_index import NgramIndex
-from ..duplicates._common import merge_splits
+from ..duplicates._common import append, merge_splits
 
 NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
+ZSTD_LEVEL = 3  # eval text: about a third of its size for prose, ~150 MB/s
+
+
+def _ngrams(normalized: pa.Array, n: int) -> Shingles:
+    """What the ``ngram_hashes`` feature computes, for text the rule kept itself."""
+    return shingle(words_only(normalized), n, "word", NGRAM_SEED, short="none")
+
+
+def _pack(text: pa.Array) -> bytes:
+    """A string array zstd-compressed (Arrow IPC): eval text waits for ``finish`` in this form."""
+    batch = pa.record_batch([text], names=["text"])
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", ZSTD_LEVEL))
+    with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _unpack(blob: bytes) -> pa.Array:
+    return pa.ipc.open_stream(blob).read_all().column(0).combine_chunks()
 
 
 def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[str, int]:
@@ -70,11 +90,17 @@ class NgramContamination(Rule):
         ``text`` column) every benchmark item that shares an n-gram with any split is reported,
         with the dataset rows and spans. Rows with fewer than ``ngram`` words are not checked.
 
-        Memory: reference files are read once at the start (they are small); each batch is
-        checked against them as it streams. For train-vs-eval the train n-grams go into an index
-        that is exact (8 bytes per distinct n-gram) up to ``max_index_ngrams`` and a fixed-size
-        Bloom filter (``bloom_mb``, 4 probes; its false-positive rate is reported) above; the eval
-        side keeps its n-gram hashes (8 bytes per word) and a reference to its normalized text.
+        Memory: the train n-grams go into an index that is exact, 8 bytes per distinct n-gram,
+        up to ``max_index_ngrams`` (400 MB at the default), and a Bloom filter of ``bloom_mb``
+        above (4 probes; its false-positive rate is reported): at most ``8 B x max_index_ngrams``,
+        or ``bloom_mb`` once it is a filter; both (~0.9 GB at the defaults) only while it
+        switches. New n-grams wait until there are 4M (32 MB) or 1/16 of the index, whichever is
+        more; folding them in takes about as much again for a moment. Eval splits keep only their
+        normalized text, zstd-compressed (about a third of its size for prose); ``finish``
+        hashes it again one batch at a time. Reference files are read once at the start (16
+        bytes per n-gram and their text) and each batch is checked against them as it streams.
+        On top of that comes the working memory of one batch (its text, normalized text and
+        n-gram hashes, 8 bytes per word).
 
     Why it matters:
         A 13-word overlap is the standard test (GPT-3, PaLM) for benchmark contamination: an eval
@@ -136,7 +162,7 @@ class NgramContamination(Rule):
                 if parts
                 else pa.array([], pa.large_string())
             )
-            sh = shingle(words_only(normalize_array(text)), n, "word", NGRAM_SEED, short="none")
+            sh = _ngrams(normalize_array(text), n)
             order = np.argsort(sh.hashes, kind="stable")
             refs.append(
                 {
@@ -159,15 +185,23 @@ class NgramContamination(Rule):
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         n = int(self.ngram)
-        sh: Shingles = batch.feature("ngram_hashes", ngram=n)
-        if batch.split == state["train"]:
+        train = batch.split == state["train"]
+        sh: Shingles | None = None
+        if train or state["refs"]:
+            sh = batch.feature("ngram_hashes", ngram=n)
+        if train:
             state["index"].add(sh.hashes)
-        else:
-            sp = state["splits"].setdefault(batch.split, {})
-            sp.setdefault("rows", []).append(batch.row_ids)
-            sp.setdefault("sh_row", []).append(sh.row)
-            sp.setdefault("sh_hash", []).append(sh.hashes)
-            sp.setdefault("norm", []).append(batch.normalized)
+        elif state["train"] is not None:
+            # not the n-gram hashes (8 bytes a word, more than the text): finish hashes again
+            append(
+                state,
+                batch.split,
+                offset=batch.offset,
+                rows=batch.num_rows,
+                text=_pack(batch.normalized),
+            )
+        if sh is None:
+            return state
         if state["refs"] and len(sh.hashes):
             first = sh.offsets()
             norm = None
@@ -212,40 +246,32 @@ class NgramContamination(Rule):
         train = state["train"]
         for split in ctx.eval_splits():
             sp = state["splits"].get(split, {})
-            rows = np.concatenate(sp["rows"]) if sp.get("rows") else np.empty(0, np.int64)
-            nrows = len(rows)
-            offs = np.cumsum([0] + [len(r) for r in sp.get("rows", [])])
-            sh_row = (
-                np.concatenate([r + o for r, o in zip(sp["sh_row"], offs)])
-                if sp.get("sh_row")
-                else np.empty(0, np.int64)
-            )
-            sh_hash = np.concatenate(sp["sh_hash"]) if sp.get("sh_hash") else np.empty(0, np.uint64)
-            hit = (
-                index.contains(sh_hash)
-                if train is not None and len(sh_hash)
-                else np.zeros(len(sh_hash), bool)
-            )
-            bad = np.unique(sh_row[hit])
+            nrows = sum(sp.get("rows", []))
+            bad_parts, examples = [], []
+            for offset, blob in zip(sp.get("offset", []), sp.get("text", [])):
+                norm = _unpack(blob)
+                sh = _ngrams(norm, n)
+                hit = index.contains(sh.hashes)
+                first = sh.offsets()
+                bad = np.unique(sh.row[hit])
+                bad_parts.append(offset + bad)
+                for r in bad[: max(0, shown_max - len(examples))]:
+                    pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
+                    span, words = _span(norm[int(r)].as_py(), pos, n)
+                    examples.append(
+                        ctx.example(
+                            split, offset + int(r), span=ctx.truncate(span), span_words=words
+                        )
+                    )
+            bad = np.concatenate(bad_parts) if bad_parts else np.empty(0, np.int64)
             rate = len(bad) / nrows if nrows else 0.0
             result.metric("contaminated_rows", len(bad), Direction.LOWER, split=split)
             result.metric("contaminated_rate", rate, Direction.LOWER, split=split)
             for r in bad:
-                result.flags.append(
-                    Flag(split, int(rows[r]), train, f"{n}-gram overlap with {train}")
-                )
+                result.flags.append(Flag(split, int(r), train, f"{n}-gram overlap with {train}"))
             details[split] = {"rows": nrows, "contaminated_rows": int(len(bad))}
             if not len(bad):
                 continue
-            norm = pa.chunked_array(sp["norm"], pa.large_string())
-            first = np.searchsorted(sh_row, np.arange(nrows + 1))
-            examples = []
-            for r in bad[:shown_max]:
-                pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
-                span, words = _span(norm[int(r)].as_py(), pos, n)
-                examples.append(
-                    ctx.example(split, int(rows[r]), span=ctx.truncate(span), span_words=words)
-                )
             result.findings.append(
                 Finding(
                     message=(
@@ -256,7 +282,7 @@ class NgramContamination(Rule):
                     count=int(len(bad)),
                     split=split,
                     examples=examples,
-                    data={"rows": [int(rows[r]) for r in bad[:1000]], "rate": rate},
+                    data={"rows": [int(r) for r in bad[:1000]], "rate": rate},
                 )
             )
         self._refs(state, ctx, result, details, shown_max)
