@@ -7,7 +7,7 @@ module picks one by file name and reads Parquet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +15,7 @@ import pyarrow as pa
 from .errors import InputError
 from .inputs.notes import InputLog
 from .inputs.records import TYPE_MARKER_PREFIX
+from .inputs.source import BatchSource
 
 __all__ = [
     "FILE_FORMATS",
@@ -36,8 +37,6 @@ FILE_FORMATS = {
     ".csv": "csv",
     ".tsv": "tsv",
 }
-
-BatchSource = Callable[[int], Iterator[pa.RecordBatch]]
 
 
 def file_format(path: Path) -> str:

@@ -40,15 +40,27 @@ def _message_parts(msg: Any) -> tuple[str, str | None]:
     return str(role), content if content is None or isinstance(content, str) else str(content)
 
 
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
 def parse_messages(value: Any) -> list[Any] | None:
+    """A chat as a list of message dicts, however it was stored: a list of structs, a JSON
+    string, or a list of JSON strings (``datasets`` types messages whose keys differ, such as
+    OpenAI's optional ``name``, as ``list<Json>``). A value that is none of these stays as it
+    is, for FMT001 to report."""
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    return value if isinstance(value, list) else None
+        value = _json_or_none(value)
+    if not isinstance(value, list):
+        return None
+    return [
+        _json_or_none(m) if isinstance(m, str) and m.lstrip().startswith("{") else m for m in value
+    ]
 
 
 def render_chat(messages: list[Any] | None, *, drop_last_reply: bool = False) -> str | None:

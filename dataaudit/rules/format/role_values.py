@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Severity
+from ...rule import RuleResult, Severity
 from .._rowcheck import Category, RowCheckRule
 
 TEXT_ROLES = ("text", "prompt", "input", "response")
@@ -44,6 +44,10 @@ class RoleValues(RowCheckRule):
     Why it matters:
         Tokenizers and chat templates either crash on these rows mid-training or, worse,
         stringify them ("None", "42") into the training text.
+
+        When no row of a split can be read in a role column (every chat malformed, every text
+        value a number), that is an error, not a warning: the rules that read the column would
+        otherwise pass having audited nothing.
 
     Example:
         ``{"text": null}``, ``{"text": 42}``, ``{"messages": [{"role": "user"}]}`` are flagged.
@@ -82,6 +86,19 @@ class RoleValues(RowCheckRule):
             if role == "messages":
                 cats.append(Category(f"{column}:malformed", f"have a malformed chat in {column!r}"))
         return tuple(cats)
+
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        result = super().finish(state, ctx)
+        for finding in result.findings:
+            category = finding.data.get("category", "")
+            if category.endswith((":malformed", ":not_string")) and finding.data.get("rate") == 1:
+                column = category.rsplit(":", 1)[0]
+                finding.severity = Severity.ERROR
+                finding.message += (
+                    f": no row of {column!r} could be read, so the rules that read it audited "
+                    "nothing. Check the column's format or name the right column"
+                )
+        return result
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
         masks: dict[str, np.ndarray] = {}

@@ -1,0 +1,143 @@
+"""Column roles: which column is the text, the label, the chat, the source...
+
+Detected from column names (and types) unless the user names them; ``split_kind`` reads a split's
+kind (train / validation / test) from its name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InputError, close_matches
+from .records import TYPE_MARKER_PREFIX
+
+__all__ = ["ROLE_HINTS", "ROLE_NAMES", "Roles", "column_names", "detect_roles", "split_kind"]
+
+ROLE_NAMES = ("text", "prompt", "input", "response", "messages", "label", "source", "id")
+
+# Column names that reveal a role, in order of preference.
+ROLE_HINTS: dict[str, tuple[str, ...]] = {
+    "messages": ("messages", "conversations", "conversation", "chat", "dialog", "dialogue"),
+    "prompt": ("prompt", "instruction", "question", "query"),
+    "input": ("input", "context"),
+    "response": ("response", "output", "completion", "answer", "chosen", "target_text"),
+    "label": ("label", "labels", "class", "category", "target", "y", "intent", "sentiment"),
+    "source": ("source", "origin", "dataset", "domain", "subset", "data_source", "corpus"),
+    "id": ("id", "idx", "uid", "uuid", "_id", "example_id", "row_id", "doc_id"),
+    "text": ("text", "content", "document", "sentence", "body", "raw_text", "passage", "doc"),
+}
+
+
+@dataclass
+class Roles:
+    """Which column plays which part. ``None`` means the dataset has no such column."""
+
+    text: str | None = None
+    prompt: str | None = None
+    input: str | None = None
+    response: str | None = None
+    messages: str | None = None
+    label: str | None = None
+    source: str | None = None
+    id: str | None = None
+    detected: dict[str, bool] = field(default_factory=dict)  # role -> was it auto-detected
+
+    def has(self, role: str) -> bool:
+        if role == "text":  # a text view can be rendered from chat or prompt/response
+            return bool(self.text or self.messages or self.prompt or self.response)
+        if role == "input":  # what a label is predicted from
+            return bool(self.text or self.messages or self.prompt)
+        return getattr(self, role, None) is not None
+
+    def columns(self) -> dict[str, str]:
+        return {r: getattr(self, r) for r in ROLE_NAMES if getattr(self, r) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            r: {"column": getattr(self, r), "detected": self.detected.get(r, False)}
+            for r in ROLE_NAMES
+            if getattr(self, r) is not None
+        }
+
+
+_KIND_PATTERNS = (
+    ("train", re.compile(r"(^|[^a-z])(train|training)([^a-z]|$)")),
+    ("validation", re.compile(r"(^|[^a-z])(valid|validation|val|dev)([^a-z]|$)")),
+    ("test", re.compile(r"(^|[^a-z])(test|eval|evaluation|holdout)([^a-z]|$)")),
+)
+
+
+def split_kind(name: str) -> str:
+    """train / validation / test / other, from a split or file name."""
+    lowered = name.lower()
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(lowered):
+            return kind
+    return "other"
+
+
+def column_names(schema: pa.Schema) -> list[str]:
+    return [n for n in schema.names if not n.startswith(TYPE_MARKER_PREFIX)]
+
+
+def detect_roles(
+    schema: pa.Schema, given: Mapping[str, str | None], *, deferred: bool = False
+) -> Roles:
+    """Column roles from names (and types). ``deferred``: a named column the schema lacks may
+    still turn up in later records (JSON Lines); the stream checks that it does."""
+    names = column_names(schema)
+    lowered = {n.lower(): n for n in names}
+    roles = Roles()
+    taken: set[str] = set()
+    for role, column in given.items():
+        if column is None:
+            continue
+        if role not in ROLE_NAMES:
+            raise InputError(f"unknown column role {role!r}; roles are {', '.join(ROLE_NAMES)}.")
+        if column not in names and (not deferred or close_matches(column, names)):
+            # a near miss is a typo; otherwise the column may start after the first records
+            raise InputError(
+                f"{role}={column!r}: no such column. Available columns: {', '.join(names) or '(none)'}."
+                + close_matches(column, names)
+            )
+        setattr(roles, role, column)
+        roles.detected[role] = False
+        taken.add(column)
+    for role, hints in ROLE_HINTS.items():
+        if getattr(roles, role) is not None or role in given:
+            continue
+        for hint in hints:
+            column = lowered.get(hint)
+            if (
+                column is not None
+                and column not in taken
+                and _fits(role, schema.field(column).type)
+            ):
+                setattr(roles, role, column)
+                roles.detected[role] = True
+                taken.add(column)
+                break
+    if not roles.has("text") and "text" not in given:
+        strings = [n for n in names if n not in taken and _is_stringish(schema.field(n).type)]
+        if strings:
+            roles.text = strings[0]
+            roles.detected["text"] = True
+    return roles
+
+
+def _is_stringish(t: pa.DataType) -> bool:
+    t = t.value_type if pa.types.is_dictionary(t) else t
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _fits(role: str, t: pa.DataType) -> bool:
+    if role == "messages":
+        return pa.types.is_list(t) or pa.types.is_large_list(t) or _is_stringish(t)
+    if role in ("text", "prompt", "input", "response"):
+        return _is_stringish(t) or pa.types.is_null(t)
+    return True

@@ -1,0 +1,41 @@
+"""A split as the readers give it: named parts that stream Arrow batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .notes import InputLog
+
+__all__ = ["BatchSource", "Reading", "SplitSource"]
+
+BatchSource = Callable[[int], Iterator[pa.RecordBatch]]
+
+
+@dataclass
+class SplitSource:
+    """One split: its parts (files, or one in-memory table), read in order as Arrow batches."""
+
+    name: str
+    batches: BatchSource
+    num_rows: int | None = None
+    schema: pa.Schema | None = None
+    origin: str = ""
+    kind: str = "other"
+    #: (origin, source) per file, so the stream can say which file a row came from
+    parts: list[tuple[str, BatchSource]] = field(default_factory=list)
+    #: False when later rows may bring columns the schema does not list (JSON Lines)
+    complete: bool = True
+
+    def iter_parts(self) -> list[tuple[str, BatchSource]]:
+        return self.parts or [(self.origin, self.batches)]
+
+
+@dataclass
+class Reading:
+    """How files are read in one load: the bad-line policy and where notes go."""
+
+    log: InputLog
+    on_bad_lines: str = "error"
