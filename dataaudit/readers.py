@@ -36,6 +36,8 @@ FILE_FORMATS = {
     ".pq": "parquet",
     ".csv": "csv",
     ".tsv": "tsv",
+    ".arrow": "arrow",  # Arrow IPC, as the Hugging Face cache keeps datasets
+    ".txt": "txt",  # one document per line
 }
 
 
@@ -68,6 +70,49 @@ def iter_parquet(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
         ) from None
 
 
+def iter_arrow(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """An Arrow IPC file or stream (``datasets`` writes streams), memory-mapped."""
+    try:
+        with pa.memory_map(str(path)) as source:
+            try:
+                reader = pa.ipc.open_stream(source)
+            except pa.ArrowInvalid:
+                reader = pa.ipc.open_file(source)
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            else:
+                batches = iter(reader)
+            for rb in batches:
+                for start in range(0, rb.num_rows, batch_size):
+                    yield rb.slice(start, batch_size)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(
+            f"{path}: cannot read as Arrow IPC ({exc}). The file may be truncated or not Arrow."
+        ) from None
+
+
+def iter_text_lines(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """A .txt file: one document per line (empty lines are documents too: TXT001 counts them;
+    a final newline does not make one)."""
+    from .inputs.delimited import first_bad_utf8
+    from .inputs.jsonl import open_binary
+
+    found = first_bad_utf8(path)
+    if found is not None:
+        raise InputError(
+            f"{path}:{found[0]}: not valid UTF-8 (byte 0x{found[1]:02x}). Re-encode the file as "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line."
+        )
+    with open_binary(path) as fh:
+        lines: list[str] = []
+        for raw in fh:
+            lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            if len(lines) >= batch_size:
+                yield pa.RecordBatch.from_pydict({"text": pa.array(lines, pa.string())})
+                lines = []
+        if lines:
+            yield pa.RecordBatch.from_pydict({"text": pa.array(lines, pa.string())})
+
+
 def file_batches(
     path: Path, *, on_bad_lines: str = "error", log: InputLog | None = None
 ) -> BatchSource:
@@ -84,6 +129,10 @@ def file_batches(
             return iter_json(path, batch_size, on_bad_lines=on_bad_lines, log=log)
         if fmt == "parquet":
             return iter_parquet(path, batch_size)
+        if fmt == "arrow":
+            return iter_arrow(path, batch_size)
+        if fmt == "txt":
+            return iter_text_lines(path, batch_size)
         delimiter = "\t" if fmt == "tsv" else ","
         return iter_delimited(path, batch_size, delimiter, on_bad_lines=on_bad_lines, log=log)
 
@@ -125,6 +174,17 @@ def file_schema(path: Path) -> tuple[pa.Schema | None, bool]:
             raise InputError(
                 f"{path}: cannot read as Parquet ({exc}). The file may be truncated or not Parquet."
             ) from None
+    if fmt == "txt":
+        return pa.schema([("text", pa.string())]), True
+    if fmt == "arrow":
+        try:
+            with pa.memory_map(str(path)) as source:
+                try:
+                    return pa.ipc.open_stream(source).schema, True
+                except pa.ArrowInvalid:
+                    return pa.ipc.open_file(source).schema, True
+        except (pa.ArrowInvalid, OSError):
+            return None, False  # the full read names the problem
     if fmt in ("csv", "tsv"):
         from .inputs.delimited import header
 

@@ -35,7 +35,7 @@ __all__ = ["BLOCK_BYTES", "header", "iter_delimited"]
 BLOCK_BYTES = 4 << 20  # pyarrow parses CSV in blocks of this size
 
 
-def _first_bad_utf8(path: Path) -> tuple[int, int] | None:
+def first_bad_utf8(path: Path) -> tuple[int, int] | None:
     """(line, byte) of the first byte that is not UTF-8, or None."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     line = 1
@@ -129,7 +129,7 @@ def iter_delimited(
 
     # pyarrow turns non-UTF-8 text into a binary column, or fails in its row handler without a
     # line number: check first (about 1 GB/s), so the error names the line
-    found = _first_bad_utf8(path)
+    found = first_bad_utf8(path)
     if found is not None:
         raise InputError(
             f"{path}:{found[0]}: not valid UTF-8 (byte 0x{found[1]:02x}). Re-encode the file as "

@@ -291,16 +291,23 @@ def read_in_one_block(path: Path) -> bool:
 def first_record(path: Path) -> dict[str, Any] | None:
     """The first JSON object of a JSON Lines file (read alone: its keys name columns cheaply);
     None when the first line is not one (the full read reports it)."""
-    with open_binary(path) as fh:
-        for raw in fh:
-            raw = raw.removeprefix(_BOM)
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+    with open_binary(path) as fh:  # compressed streams have no readline: read blocks
+        buffer = b""
+        while True:
+            chunk = fh.read(1 << 16)
+            buffer += chunk
+            lines = buffer.removeprefix(_BOM).split(b"\n")
+            complete = lines if not chunk else lines[:-1]
+            for raw in complete:
+                if raw.strip():
+                    try:
+                        rec = json.loads(raw)
+                    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                        return None
+                    return rec if isinstance(rec, dict) else None
+            if not chunk:
                 return None
-            return rec if isinstance(rec, dict) else None
+            buffer = lines[-1] if len(lines[-1]) < (64 << 20) else b""
     return None
 
 

@@ -1,4 +1,9 @@
-"""Paths → splits: a file, a glob, a folder of split files, shards; split names from the path."""
+"""Paths → splits: a file, a glob, a folder of split files, shards; split names from the path.
+
+Also: ``-`` (standard input, JSON Lines or a JSON array), a ``save_to_disk`` folder (loaded with
+``datasets``), and folders of ``.txt`` files, read as one document per file unless each file
+names a split (``train.txt``, ``test.txt``: one document per line, as a single ``.txt`` is).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,20 @@ __all__ = ["path_splits", "split_label"]
 
 
 _MAGIC = re.compile(r"[*?\[]")
+_SPLIT_WORDS = {
+    "train",
+    "training",
+    "validation",
+    "valid",
+    "val",
+    "dev",
+    "test",
+    "eval",
+    "evaluation",
+    "holdout",
+}
+# files that sit beside Hugging Face data and describe it: never data themselves
+METADATA_FILES = {"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"}
 
 
 def glob_root(pattern: str) -> Path:
@@ -31,14 +50,20 @@ def glob_root(pattern: str) -> Path:
     return Path(*fixed) if fixed else Path(".")
 
 
+def _is_data_file(p: Path) -> bool:
+    return p.is_file() and not p.name.startswith(".") and p.name not in METADATA_FILES
+
+
 def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
     text = str(spec)
+    if text == "-":
+        split = files_split("train", [stdin_file()], reading)
+        split.origin = "<stdin>"
+        return {"train": split}
     if _MAGIC.search(text):
         root = glob_root(text)
         files = sorted(
-            Path(p)
-            for p in globlib.glob(text, recursive=True)
-            if Path(p).is_file() and not Path(p).name.startswith(".")
+            Path(p) for p in globlib.glob(text, recursive=True) if _is_data_file(Path(p))
         )
         if not files:
             raise InputError(f"{text}: the pattern matches no files.")
@@ -50,13 +75,13 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
             if parent.is_dir():
                 hint = close_matches(path.name, [p.name for p in parent.iterdir()])
             raise InputError(f"{path}: no such file or folder.{hint}")
+        if path.is_dir() and (
+            (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
+        ):
+            return saved_dataset_splits(path, reading)
         if path.is_dir():
             root = path
-            files = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file() and known_format(p) and not p.name.startswith(".")
-            )
+            files = sorted(p for p in path.rglob("*") if _is_data_file(p) and known_format(p))
             if not files:
                 raise InputError(
                     f"{path}: the folder holds no .jsonl/.json/.parquet/.csv files to audit."
@@ -76,7 +101,16 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
             groups.setdefault(kinds[f] if kinds[f] != "other" else labels[f], []).append(f)
     order = {"train": 0, "validation": 1, "test": 2, "other": 3}
     names = sorted(groups, key=lambda n: (order[split_kind(n)], n))
-    return {name: files_split(name, groups[name], reading) for name in names}
+    documents = {f for f in files if readers.file_format(f) == "txt" and len(files) > 1}
+    documents -= {f for f in documents if split_kind(split_label(f)) != "other"}
+    return {
+        name: (
+            text_documents_split(name, groups[name])
+            if set(groups[name]) <= documents
+            else files_split(name, groups[name], reading)
+        )
+        for name in names
+    }
 
 
 def known_format(p: Path) -> bool:
@@ -100,9 +134,11 @@ def split_label(path: Path, root: Path | None = None) -> str:
             parts = path.relative_to(root).parent.parts
         except ValueError:
             parts = ()
-        for part in (*reversed(parts), root.resolve().name):
+        for part in reversed(parts):
             if split_kind(part) != "other":
                 return part
+        if root.resolve().name.lower() in _SPLIT_WORDS:  # data/test given itself: exact names
+            return root.resolve().name
     return name
 
 
@@ -119,3 +155,75 @@ def files_split(name: str, paths: list[Path], reading: Reading) -> SplitSource:
     counts = [readers.file_num_rows(p) for p in paths]
     num_rows = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
     return SplitSource(name, source, num_rows, None, ", ".join(str(p) for p in paths), parts=parts)
+
+
+def text_documents_split(name: str, paths: list[Path]) -> SplitSource:
+    """A folder of .txt files, one document per file (``text``, and ``path`` to find it)."""
+    from .delimited import first_bad_utf8
+
+    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
+        for start in range(0, len(paths), batch_size):
+            chunk = paths[start : start + batch_size]
+            texts = []
+            for p in chunk:
+                found = first_bad_utf8(p)
+                if found is not None:
+                    raise InputError(
+                        f"{p}:{found[0]}: not valid UTF-8 (byte 0x{found[1]:02x}). Re-encode the "
+                        "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)."
+                    )
+                texts.append(p.read_text(encoding="utf-8"))
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "text": pa.array(texts, pa.string()),
+                    "path": pa.array(map(str, chunk), pa.string()),
+                }
+            )
+
+    origin = f"{len(paths)} .txt files ({paths[0].parent}, …)"
+    return SplitSource(name, source, len(paths), None, origin)
+
+
+def saved_dataset_splits(path: Path, reading: Reading) -> dict[str, SplitSource]:
+    """A ``save_to_disk`` folder: a Dataset (state.json) or a DatasetDict (dataset_dict.json)."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - a core dependency
+        raise InputError(f"{path}: a save_to_disk folder needs the datasets package.") from None
+    from .hf import hf_split
+
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except (OSError, ValueError, FileNotFoundError) as exc:
+        raise InputError(f"{path}: cannot load the saved dataset ({exc}).") from None
+    if hasattr(loaded, "items"):
+        return {str(k): hf_split(str(k), v, reading.log) for k, v in loaded.items()}
+    return {"train": hf_split("train", loaded, reading.log)}
+
+
+def stdin_file() -> Path:
+    """Standard input, spooled to a temporary file (the corpus reads the first rows twice),
+    named .jsonl or .json by its first byte; removed when the process exits."""
+    import atexit
+    import os
+    import sys
+    import tempfile
+
+    stream = sys.stdin.buffer
+    head = stream.read(1 << 16)
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if first not in (b"{", b"["):
+        raise InputError(
+            "-: standard input must be JSON Lines or a JSON array of records"
+            + (f" (it starts with {head[:20]!r})" if head.strip() else " (it is empty)")
+            + "; for other formats pass a file path."
+        )
+    fd, name = tempfile.mkstemp(
+        prefix="dataaudit-stdin-", suffix=".jsonl" if first == b"{" else ".json"
+    )
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    with os.fdopen(fd, "wb") as out:
+        out.write(head)
+        while chunk := stream.read(1 << 20):
+            out.write(chunk)
+    return Path(name)

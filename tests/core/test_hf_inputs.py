@@ -69,3 +69,54 @@ def test_nested_categoricals_are_plain_strings():
     )
     report = audit(frame, select=["TXT001"])
     assert report.metric("TXT001", "empty_text_rows", "train") == 1
+
+
+def _labelled():
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])}
+    )
+    texts = [f"review number {i} says the film was {'good' if i % 2 else 'bad'}" for i in range(40)]
+    labels = [i % 2 for i in range(40)]
+    labels[5] = -1  # the "no label" of unlabeled splits
+    return datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
+
+
+def test_class_labels_are_reported_by_name():
+    report = audit(_labelled(), select=["LBL003", "FMT001"])
+    table = report.result("LBL003")["details"]
+    assert "pos" in json.dumps(table) and "neg" in json.dumps(table)
+    assert report.metric("FMT001", "label:null_rows", "train") == 1  # -1 is no label
+
+
+def test_shuffled_dataset_streams_in_full_batches():
+    from dataaudit.corpus import load_corpus
+
+    shuffled = _labelled().shuffle(seed=0)  # an indices mapping: one-row chunks in Arrow
+    sizes = [rb.num_rows for _, rb in load_corpus(shuffled).stream(16)]
+    assert sizes == [16, 16, 8]
+    texts = [t for _, rb in load_corpus(shuffled).stream(16) for t in rb.column("text").to_pylist()]
+    assert texts == shuffled["text"]
+
+
+def test_save_to_disk_folders(tmp_path):
+    ds = _labelled()
+    datasets.DatasetDict({"train": ds, "test": ds.select(range(5))}).save_to_disk(tmp_path / "dd")
+    report = audit(tmp_path / "dd", select=["LEAK001"])
+    assert set(report.data["dataset"]["splits"]) == {"train", "test"}
+    assert report.status("LEAK001") == "fail"  # test rows are train rows
+    ds.save_to_disk(tmp_path / "one")
+    one = audit(tmp_path / "one", select=["TXT001"])
+    assert one.data["dataset"]["splits"]["train"]["rows"] == 40
+
+
+def test_hf_cache_arrow_file_and_metadata_beside_shards(tmp_path):
+    ds = _labelled()
+    ds.save_to_disk(tmp_path / "saved")
+    (arrow,) = (tmp_path / "saved").glob("*.arrow")
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "train-00000-of-00001.arrow").write_bytes(arrow.read_bytes())
+    (folder / "dataset_infos.json").write_text('{"default": {"description": "not data"}}')
+    report = audit(folder, select=["TXT001"])
+    assert list(report.data["dataset"]["splits"]) == ["train"]
+    assert report.data["dataset"]["splits"]["train"]["rows"] == 40
