@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,8 @@ class RuleRun:
 class ScanState:
     runs: list[RuleRun]
     identity: dict[str, SplitIdentity] = field(default_factory=dict)
+    #: why the scan stopped before the end of the input (a worker died), or None
+    stopped: str | None = None
 
 
 def _error_message(exc: BaseException) -> str:
@@ -55,18 +59,22 @@ def _error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+def _start_run(run: RuleRun, ctx: AuditContext) -> None:
+    t0 = time.perf_counter()
+    try:
+        run.skipped = run.rule.skip_reason(ctx)
+        if run.skipped is None:
+            run.state = run.rule.start(ctx)
+    except Exception as exc:
+        run.skipped, run.error = None, _error_message(exc)
+    run.seconds += time.perf_counter() - t0
+
+
 def start(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> ScanState:
     runs = []
     for rule, severity in rules:
         run = RuleRun(rule, severity)
-        run.skipped = rule.skip_reason(ctx)
-        if run.skipped is None:
-            t0 = time.perf_counter()
-            try:
-                run.state = rule.start(ctx)
-            except Exception as exc:
-                run.error = _error_message(exc)
-            run.seconds += time.perf_counter() - t0
+        _start_run(run, ctx)
         runs.append(run)
     return ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
 
@@ -136,20 +144,65 @@ def scan(
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> None:
-    _WORKER["rules"] = rules
-    _WORKER["ctx"] = ctx
+def _not_sendable(what: str, exc: BaseException) -> str:
+    """Why a rule or its state cannot travel to or from a worker process, and the fixes."""
+    if what == "rule":
+        return (
+            f"the rule cannot be sent between worker processes: {type(exc).__name__}: {exc}; "
+            "run with workers=1, or define the rule class in an importable module (not in the "
+            "script that calls audit()) and keep locks, open files and lambdas out of it"
+        )
+    return (
+        f"the rule's state cannot be sent between worker processes: {type(exc).__name__}: "
+        f"{exc}; run with workers=1 or make the state picklable (no lambdas, locks, open files "
+        "or generators in it)"
+    )
+
+
+def _init_worker(rules: list[tuple[bytes | None, Severity]], ctx: bytes) -> None:
+    """Load the rules one by one: a rule that cannot be loaded here is an error of that rule
+    only (a worker whose initializer raised would break the whole pool)."""
+    _WORKER.clear()
+    _WORKER["rules"], _WORKER["errors"] = [], {}
+    try:
+        _WORKER["ctx"] = pickle.loads(ctx)
+    except Exception as exc:
+        _WORKER["fatal"] = f"the audit context cannot be loaded in a worker process: {exc!r}"
+    for i, (blob, severity) in enumerate(rules):
+        rule = None
+        if blob is not None:
+            try:
+                rule = pickle.loads(blob)
+            except Exception as exc:
+                _WORKER["errors"][i] = _not_sendable("rule", exc)
+        _WORKER["rules"].append((rule, severity))
 
 
 def _fold_chunk(chunk: list[tuple[str, int, pa.RecordBatch]], active: list[bool]) -> ScanState:
+    """Fold a chunk into fresh states of the active rules; states travel back pickled, one by
+    one, so a state that cannot be pickled is an error of its rule, not of the chunk."""
+    if "fatal" in _WORKER:
+        raise RuntimeError(_WORKER["fatal"])
     ctx: AuditContext = _WORKER["ctx"]
-    state = start(_WORKER["rules"], ctx)
-    for run, on in zip(state.runs, active):
-        if not on and run.error is None and run.skipped is None:
+    runs = []
+    for i, ((rule, severity), on) in enumerate(zip(_WORKER["rules"], active)):
+        run = RuleRun(rule, severity)
+        if not on or rule is None:
             run.skipped = "inactive"
+            run.error = _WORKER["errors"].get(i) if on else None
+        else:
+            _start_run(run, ctx)
+        runs.append(run)
+    state = ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
     for split, offset, rb in chunk:
         scan(state, [(split, rb)], ctx, offsets={split: offset})
     for run in state.runs:
+        if run.active:
+            try:
+                run.state = pickle.dumps(run.state, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                run.state = None
+                run.error = _not_sendable("state", exc)
         run.rule = None  # type: ignore[assignment]  # the parent has the rule; don't pickle it back
     return state
 
@@ -162,13 +215,27 @@ def _absorb(state: ScanState, part: ScanState) -> None:
         if other.error is not None:
             run.error, run.state = other.error, None
             continue
+        if other.skipped is not None:  # not run in the worker; its error was reported above
+            continue
         t0 = time.perf_counter()
         try:
-            run.state = run.rule.merge(run.state, other.state)
+            other_state = pickle.loads(other.state)
+        except Exception as exc:
+            run.error, run.state = (
+                f"the rule's state from a worker process cannot be loaded: {_error_message(exc)}",
+                None,
+            )
+            continue
+        try:
+            run.state = run.rule.merge(run.state, other_state)
         except Exception as exc:
             run.error, run.state = _error_message(exc), None
         run.seconds += time.perf_counter() - t0
-    for name, ident in part.identity.items():
+    _absorb_identity(state, part.identity)
+
+
+def _absorb_identity(state: ScanState, identity: dict[str, SplitIdentity]) -> None:
+    for name, ident in identity.items():
         state.identity[name] = (
             state.identity[name].merge(ident) if name in state.identity else ident
         )
@@ -177,16 +244,20 @@ def _absorb(state: ScanState, part: ScanState) -> None:
 _THREAD_VARS = ("POLARS_MAX_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> Any:
-    """A spawn-context pool whose workers do not re-run the user's script.
+@contextmanager
+def _spawn_pool(workers: int, initargs: tuple) -> Iterator[Any]:
+    """A spawn-context process pool whose workers do not re-run the user's script.
 
     Spawn, not fork: polars, pyarrow and tokenizers keep thread pools that fork can deadlock.
     Spawned children normally import ``__main__`` again, which in a plain script (no
-    ``if __name__ == "__main__":`` guard) would call audit() recursively; hiding the main
-    module's path while the workers start avoids that. Rules defined in ``__main__`` itself
-    therefore cannot run with workers > 1.
+    ``if __name__ == "__main__":`` guard) would call audit() recursively; the main module's path
+    stays hidden while the pool lives, because the pool starts its workers on demand. Rules
+    defined in ``__main__`` itself therefore cannot run with workers > 1 (they are reported as
+    errors). A ProcessPoolExecutor, not a multiprocessing.Pool: a worker that dies (killed for
+    memory) breaks the pool with an exception instead of losing its task forever.
     """
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
 
     main = sys.modules.get("__main__")
     hidden = {k: getattr(main, k) for k in ("__file__", "__spec__") if hasattr(main, k)}
@@ -194,19 +265,71 @@ def _spawn_pool(workers: int, rules: list[tuple[Rule, Severity]], ctx: AuditCont
     threads = str(max(1, (os.cpu_count() or 1) // workers))
     env = {k: threads for k in _THREAD_VARS if k not in os.environ}
     os.environ.update(env)
+    pool = None
     try:
         if "__file__" in hidden:
             del main.__file__
         if "__spec__" in hidden:
             main.__spec__ = None
-        return mp.get_context("spawn").Pool(
-            workers, initializer=_init_worker, initargs=(rules, ctx)
+        pool = ProcessPoolExecutor(
+            workers,
+            mp_context=mp.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=initargs,
         )
+        yield pool
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         for key, value in hidden.items():
             setattr(main, key, value)
         for key in env:
             os.environ.pop(key, None)
+
+
+def _sendable_rules(state: ScanState) -> list[tuple[bytes | None, Severity]]:
+    """Each active rule pickled on its own; one that cannot be becomes an error of that rule."""
+    out: list[tuple[bytes | None, Severity]] = []
+    for run in state.runs:
+        blob = None
+        if run.active:
+            try:
+                blob = pickle.dumps(run.rule, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                run.error = _not_sendable("rule", exc)
+        out.append((blob, run.severity))
+    return out
+
+
+def _rows_text(chunks: Iterable[list[tuple[str, int, pa.RecordBatch]]]) -> str:
+    """'train rows 0-16383, test rows 0-99': the rows of the chunks, per split."""
+    spans: dict[str, list[int]] = {}
+    for chunk in chunks:
+        for split, offset, rb in chunk:
+            lo, hi = spans.setdefault(split, [offset, offset + rb.num_rows])
+            spans[split] = [min(lo, offset), max(hi, offset + rb.num_rows)]
+    return ", ".join(f"{s} rows {lo}-{hi - 1}" for s, (lo, hi) in spans.items()) or "no rows"
+
+
+class _ChunkFailed(Exception):
+    """A worker could not fold a chunk at all (not one rule's error)."""
+
+
+def _stop_scan(
+    state: ScanState, reason: str, lost: list[list[tuple[str, int, pa.RecordBatch]]]
+) -> None:
+    """The scan cannot go on: every rule still running gets ``reason``. The rows in flight still
+    count in the splits' identity (they were read); splits the scan never reached are left out
+    of it rather than reported as empty."""
+    state.stopped = reason
+    for run in state.runs:
+        if run.active:
+            run.error, run.state = reason, None
+    for chunk in lost:
+        for split, _, rb in chunk:
+            state.identity.setdefault(split, SplitIdentity()).update(rb)
+    for name in [n for n, ident in state.identity.items() if ident.rows == 0]:
+        del state.identity[name]
 
 
 def scan_parallel(
@@ -224,11 +347,23 @@ def scan_parallel(
     The parent reads batches and cuts them into contiguous chunks; each chunk folds into fresh
     rule states in a worker; the parent merges chunk states in input order, so the result is the
     same as one pass (the conformance suite checks split-and-merge for every rule). At most
-    2 x workers chunks are in flight, so memory stays bounded by the chunk size.
+    2 x workers chunks are in flight, so memory stays bounded by the chunk size. A worker that
+    dies stops the scan: every rule still running becomes an error that says which rows were
+    being folded, and the report is still built (the gate fails).
     """
     from collections import deque
+    from concurrent.futures.process import BrokenProcessPool
 
-    rules = [(run.rule, run.severity) for run in state.runs]
+    from .errors import ConfigError
+
+    try:
+        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise ConfigError(
+            f"workers={workers}: the audit's resources (tokenizer, reference, options) cannot be "
+            f"sent to worker processes ({type(exc).__name__}: {exc}); run with workers=1."
+        ) from None
+    rules = _sendable_rules(state)
     offsets: dict[str, int] = {}
     bar = _Progress(progress, total_rows)
 
@@ -255,25 +390,54 @@ def scan_parallel(
         if chunk:
             yield chunk
 
+    pending: deque = deque()  # (future, chunk), in input order
+    unsent: list = []  # the chunk being submitted
+
+    def absorb_oldest() -> None:
+        future, chunk = pending[0]
+        try:
+            part = future.result()
+        except BrokenProcessPool:
+            raise
+        except Exception as exc:
+            raise _ChunkFailed(_error_message(exc)) from exc
+        pending.popleft()
+        _absorb(state, part)
+        bar.update(sum(rb.num_rows for _, _, rb in chunk))
+
     try:
-        with _spawn_pool(workers, rules, ctx) as pool:
-            pending: deque = deque()
-            for chunk in chunks():
-                active = [run.active for run in state.runs]
-                pending.append(
-                    (
-                        pool.apply_async(_fold_chunk, (chunk, active)),
-                        sum(rb.num_rows for _, _, rb in chunk),
-                    )
+        with _spawn_pool(workers, (rules, ctx_blob)) as pool:
+            # errors reading the input (InputError...) are not caught here: they end the audit
+            try:
+                for chunk in chunks():
+                    active = [run.active for run in state.runs]
+                    unsent = [chunk]
+                    pending.append((pool.submit(_fold_chunk, chunk, active), chunk))
+                    unsent = []
+                    while len(pending) >= 2 * workers:
+                        absorb_oldest()
+                while pending:
+                    absorb_oldest()
+            except BrokenProcessPool:
+                lost = [chunk for _, chunk in pending] + unsent
+                _stop_scan(
+                    state,
+                    "a worker process died (most likely killed by the system for lack of "
+                    "memory, or a rule ended the process) while "
+                    f"{_rows_text(lost)} were being folded; the scan stopped there, so this "
+                    "rule has no verdict. Use fewer workers (--workers) or a smaller batch size "
+                    "(--batch-size), or run with workers=1 to see which rule fails.",
+                    lost,
                 )
-                while len(pending) >= 2 * workers:
-                    result, n = pending.popleft()
-                    _absorb(state, result.get())
-                    bar.update(n)
-            while pending:
-                result, n = pending.popleft()
-                _absorb(state, result.get())
-                bar.update(n)
+            except _ChunkFailed as exc:
+                lost = [chunk for _, chunk in pending]
+                _stop_scan(
+                    state,
+                    f"the parallel scan failed while {_rows_text(lost)} were being folded "
+                    f"({exc}); the scan stopped there, so this rule has no verdict. Run with "
+                    "workers=1.",
+                    lost,
+                )
     finally:
         bar.close()
     return state

@@ -1,8 +1,14 @@
-"""One misbehaving rule costs its own verdict, never the report."""
+"""One misbehaving rule costs its own verdict, never the report: values the report cannot hold,
+states or rules that cannot travel to worker processes, and worker processes that die."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import _crashy_rules as crashy
 import jsonschema
@@ -13,6 +19,7 @@ from dataaudit import audit, registry
 from dataaudit.report.schema import report_schema
 from dataaudit.rule import Finding, Flag, Metric, Rule, RuleResult
 
+HERE = Path(__file__).resolve().parent
 ROWS = [{"text": t} for t in ["hello world", "   ", "caf\ufffd", "ok then"] * 5]
 
 
@@ -231,3 +238,134 @@ def test_a_rule_that_raises_is_an_error_and_the_others_still_run(register, where
     assert report.metric("OKAY001", "rows") == len(ROWS) * 100
     assert report.result("TXT001")["findings"][0]["count"] == 500
     assert not report.passed
+
+
+# -- what cannot travel between worker processes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cls, what",
+    [
+        (crashy.LambdaState, "the rule's state cannot be sent between worker processes"),
+        (crashy.GeneratorState, "the rule's state cannot be sent between worker processes"),
+        (crashy.LockState, "the rule's state cannot be sent between worker processes"),
+        (crashy.LockedRule, "the rule cannot be sent between worker processes"),
+    ],
+    ids=["lambda-state", "generator-state", "lock-state", "lock-in-rule"],
+)
+def test_what_cannot_be_pickled_is_an_error_of_its_rule_with_workers(register, cls, what):
+    register(cls, crashy.CountRows)
+    one = audit(ROWS * 100, select=[cls.code, "OKAY001", "TXT001"], batch_size=500)
+    assert one.status(cls.code) == "pass"  # one process: nothing is pickled
+    two = audit(ROWS * 100, select=[cls.code, "OKAY001", "TXT001"], batch_size=500, workers=2)
+    _check_report(two)
+    message = two.result(cls.code)["message"]
+    assert two.status(cls.code) == "error"
+    assert message.startswith(what) and "run with workers=1" in message
+    for code in ("OKAY001", "TXT001"):
+        assert two.result(code)["findings"] == one.result(code)["findings"]
+        assert two.result(code)["metrics"] == one.result(code)["metrics"]
+
+
+def test_a_rule_class_that_workers_cannot_import_is_an_error_of_that_rule(register):
+    class Local(crashy.CountRows):  # defined in a function: pickle cannot find it by name
+        code = "LOCAL001"
+        name = "test.local"
+
+    register(Local, crashy.CountRows)
+    report = audit(ROWS * 100, select=["LOCAL001", "OKAY001"], batch_size=500, workers=2)
+    assert report.status("LOCAL001") == "error"
+    assert "cannot be sent between worker processes" in report.result("LOCAL001")["message"]
+    assert report.metric("OKAY001", "rows") == len(ROWS) * 100
+
+
+def _run_script(body: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``body`` in a fresh interpreter (a hang fails the test instead of hanging it)."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r})\n"
+        "import json\n"
+        "import _crashy_rules\n"
+        "from dataaudit import audit, registry\n"
+        "_crashy_rules.register(registry.load_rules())\n" + textwrap.dedent(body)
+    )
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )
+    return out, time.perf_counter() - t0
+
+
+def test_a_rule_defined_in_the_users_script_is_an_error_with_workers_not_a_hang(tmp_path):
+    script = tmp_path / "audit_me.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json
+            from dataaudit import audit, registry
+            from dataaudit.rule import Rule, RuleResult
+
+            class Mine(Rule):
+                '''What it does: -. Why it matters: -. Example: -. Options: -.'''
+                code = "MINE001"; name = "test.mine"; requires = ()
+                def start(self, ctx): return 0
+                def update(self, s, b): return s + b.num_rows
+                def merge(self, a, b): return a + b
+                def finish(self, s, ctx):
+                    r = RuleResult(); r.metric("rows", s); return r
+
+            rs = registry.load_rules(); rs.rules["MINE001"] = Mine; rs.origin["MINE001"] = "x"
+            rows = [{"text": f"row {i}"} for i in range(5000)]
+            r = audit(rows, select=["MINE001", "TXT001"], workers=2, batch_size=500)
+            print(json.dumps({x["code"]: [x["status"], x["message"]] for x in r.results}))
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    status, message = results["MINE001"]
+    assert status == "error"
+    assert "cannot be sent between worker processes" in message
+    assert "importable module" in message and "workers=1" in message
+    assert results["TXT001"][0] == "pass"
+
+
+# -- worker processes that die --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["kill", "exit"])
+def test_a_worker_that_dies_fails_the_gate_with_a_report_instead_of_hanging(how):
+    out, seconds = _run_script(
+        f"""
+        rows = [{{"text": f"row {{i}}", "label": "ab"[i % 2]}} for i in range(6000)]
+        r = audit(rows, select=["DIE001", "OKAY001", "TXT001"],
+                  rules={{"DIE001": {{"how": {how!r}}}}}, workers=2, batch_size=500)
+        r.to_json()
+        print(json.dumps({{"passed": r.passed,
+                          "results": {{x["code"]: [x["status"], x["message"]] for x in r.results}},
+                          "rows": r.data["dataset"]["splits"]["train"]["rows"]}}))
+        """
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["passed"] is False
+    for code in ("DIE001", "OKAY001", "TXT001"):
+        status, message = got["results"][code]
+        assert status == "error", code
+        assert "a worker process died" in message and "train rows " in message
+        assert "fewer workers" in message and "smaller batch size" in message
+    assert 2048 <= got["rows"] <= 6000  # what was read before the scan stopped
+    assert seconds < 60, f"took {seconds:.1f} s"
+
+
+def test_resources_that_cannot_reach_the_workers_are_a_usage_error_naming_workers_1():
+    from dataaudit import engine
+    from dataaudit.context import AuditContext
+    from dataaudit.corpus import load_corpus
+    from dataaudit.errors import ConfigError
+
+    corpus = load_corpus(ROWS)
+    ctx = AuditContext.from_corpus(corpus, options={"tokenizer": lambda text: text.split()})
+    state = engine.start([(crashy.CountRows(), crashy.CountRows.severity)], ctx)
+    with pytest.raises(ConfigError, match=r"workers=2: .* cannot be sent .*run with workers=1"):
+        engine.scan_parallel(state, corpus.stream(10), ctx, workers=2)
