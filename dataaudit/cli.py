@@ -10,8 +10,10 @@ import argparse
 import inspect
 import json
 import os
+import signal
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -46,9 +48,76 @@ def _parse_option(text: str) -> tuple[str, str, Any]:
     return code.strip(), option.strip(), value
 
 
+OUTPUTS = (("json", "--json"), ("html", "--html"), ("flags", "--flags"), ("junit", "--junit"))
+
+
+def _read_by_audit(out: str, specs: list[str]) -> str | None:
+    """Why the audit reads (or, for a folder input, would read) the file ``out``, or None."""
+    import fnmatch
+    import glob
+
+    from . import readers
+    from .errors import DataAuditError
+
+    target = os.path.realpath(os.path.expanduser(out))
+    for spec in specs:
+        text = os.path.expanduser(str(spec))
+        if any(ch in text for ch in "*?["):
+            matches = {os.path.realpath(m) for m in glob.glob(text, recursive=True)}
+            if target in matches or fnmatch.fnmatch(target, os.path.abspath(text)):
+                return f"the input pattern {spec} matches it"
+            continue
+        source = os.path.realpath(text)
+        if source == target:
+            return f"it is the input {spec}"
+        if os.path.isdir(source) and target.startswith(source.rstrip(os.sep) + os.sep):
+            if Path(target).name.startswith("."):
+                continue  # hidden files are not read from folders
+            try:
+                readers.file_format(Path(target))
+            except DataAuditError:
+                continue
+            return f"it is a data file inside the input folder {spec}, which the audit reads"
+    return None
+
+
+def _check_outputs(args: argparse.Namespace, reads: list[str]) -> None:
+    """Before the scan: every output path is writable, distinct, and not a file the audit reads."""
+    from ._io import check_output_path, is_stdout, writes_stdout
+    from .errors import ConfigError
+    from .report.model import flags_format
+
+    outputs = [(opt, getattr(args, attr)) for attr, opt in OUTPUTS if getattr(args, attr)]
+    to_stdout = [opt for opt, path in outputs if writes_stdout(path)]
+    if len(to_stdout) > 1:
+        raise ConfigError(
+            f"{' and '.join(to_stdout)} all write to stdout (-); only one output can go to stdout, "
+            "give the others file paths."
+        )
+    if args.flags:
+        flags_format(args.flags)
+    seen: dict[str, str] = {}
+    for opt, path in outputs:
+        if is_stdout(path):
+            continue
+        check_output_path(path, opt)
+        reason = _read_by_audit(path, reads)
+        if reason:
+            raise ConfigError(
+                f"{opt} {path}: {reason}; writing there would overwrite the data the audit reads. "
+                "Write the report somewhere else."
+            )
+        key = os.path.realpath(os.path.expanduser(path))
+        if key in seen:
+            raise ConfigError(f"{seen[key]} and {opt} both write {path}; give each its own file.")
+        seen[key] = opt
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
+    from ._io import writes_stdout
     from .api import audit
     from .config import discover_pyproject
+    from .errors import DataAuditError
 
     rules: dict[str, dict[str, Any]] = {}
     for text in args.option or []:
@@ -56,6 +125,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         rules.setdefault(code, {})[option] = value
     data: Any = args.paths[0] if len(args.paths) == 1 else list(args.paths)
     config = args.config or discover_pyproject()
+    reads = [*args.paths, *(args.contamination_ref or [])]
+    reads += [p for p in (args.reference, config, args.tokenizer) if p]
+    _check_outputs(args, reads)
+    # with a report on stdout, the summary goes to stderr so stdout stays one valid document
+    console = sys.stderr if any(writes_stdout(getattr(args, a)) for a, _ in OUTPUTS) else sys.stdout
     progress = not args.no_progress and sys.stderr.isatty()
     report = audit(
         data,
@@ -74,20 +148,33 @@ def cmd_audit(args: argparse.Namespace) -> int:
         reference=args.reference,
         **{r: getattr(args, r) for r in ROLE_FLAGS if getattr(args, r) is not None},
     )
-    if args.json:
-        report.to_json(args.json)
-    if args.html:
-        report.to_html(args.html)
-    if args.flags:
-        report.write_flags(args.flags)
-    if args.junit:
-        report.to_junit(args.junit)
+    # the verdict stands even if a reader closes stdout early (``| head``): see main()
+    args.verdict = EXIT_OK if report.passed else EXIT_GATE
+    writers = {
+        "json": report.to_json,
+        "html": report.to_html,
+        "flags": report.write_flags,
+        "junit": report.to_junit,
+    }
+    written, failed = [], []
+    for attr, opt in OUTPUTS:
+        path = getattr(args, attr)
+        if not path:
+            continue
+        try:
+            writers[attr](path)
+            written.append(path)
+        except OSError as exc:  # checked before the scan; a full disk can still happen
+            failed.append(f"{opt} {path}: could not be written ({exc.strerror or exc})")
     if not args.quiet:
-        print(report.summary(color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
-        written = [p for p in (args.json, args.html, args.flags, args.junit) if p]
-        if written:
-            print("wrote " + ", ".join(str(p) for p in written))
-    return EXIT_OK if report.passed else EXIT_GATE
+        color = console.isatty() and "NO_COLOR" not in os.environ
+        print(report.summary(color=color), file=console)
+        files = [str(p) for p in written if not writes_stdout(p)]
+        if files:
+            print("wrote " + ", ".join(files), file=console)
+    if failed:
+        raise DataAuditError("; ".join(failed) + ". The audit ran but its report is incomplete.")
+    return args.verdict
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -243,11 +330,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so cleanup (temporary files) runs."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if os.getpid() != _MAIN_PID:  # a forked worker: die as the default action would
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise Terminated
+
+
+_MAIN_PID = os.getpid()
+
+
+def _install_sigterm() -> Any:
+    global _MAIN_PID
+    _MAIN_PID = os.getpid()
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (e.g. main() called from a thread): leave it
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from .errors import DataAuditError
 
+    previous = _install_sigterm()
     try:
         return args.func(args)
     except DataAuditError as exc:
@@ -256,8 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated (SIGTERM); no partial output was left behind", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
-        return EXIT_OK
+        # the reader went away (``| head``); keep the verdict, and no noise at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return getattr(args, "verdict", EXIT_OK)
     except Exception as exc:  # never a bare traceback for users; keep it for bug reports
         import traceback
 
@@ -272,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write, atomic_write_text
-from ..errors import GateFailed, InputError
+from .._io import atomic_write, atomic_write_text, is_special_file, is_stdout, writes_stdout
+from ..errors import ConfigError, GateFailed, InputError
 from ..rule import Severity, Status
 
 if TYPE_CHECKING:
@@ -20,6 +20,20 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = "1.0"
 FLAG_COLUMNS = ("split", "row", "code", "group", "detail")
+FLAG_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+
+
+def flags_format(path: str | Path) -> str:
+    """The row-flags file format, from the extension (``-`` and devices get CSV)."""
+    fmt = FLAG_FORMATS.get(Path(str(path)).suffix.lower())
+    if fmt is not None:
+        return fmt
+    if is_stdout(path) or is_special_file(Path(path)):
+        return "csv"
+    raise ConfigError(
+        f"flags file {path}: unknown extension {Path(str(path)).suffix or '(none)'!r}; the format "
+        f"follows it: {', '.join(FLAG_FORMATS)} (or - for CSV on stdout)."
+    )
 
 
 def rule_status(run: RuleRun, fail_on: Severity) -> Status:
@@ -217,7 +231,15 @@ class Report:
         return text
 
     def write_flags(self, path: str | Path) -> Path:
+        """Write the row flags as Parquet, CSV or JSONL, chosen by the file extension."""
+        fmt = flags_format(path)
         frame = self.flags()
+        if writes_stdout(path):
+            return atomic_write_text(path, frame.write_csv())
+        if fmt == "csv":
+            return atomic_write(path, lambda p: frame.write_csv(p))
+        if fmt == "jsonl":
+            return atomic_write(path, lambda p: frame.write_ndjson(p))
         return atomic_write(path, lambda p: frame.write_parquet(p))
 
     def to_html(self, path: str | Path | None = None) -> str:
