@@ -15,6 +15,7 @@ moves) goes ``CHUNK`` hashes at a time, so it adds a few tens of MB at most.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ from .minhash import mix64
 U64 = np.uint64
 PROBES = 4
 PENDING = 1 << 22  # hashes waiting before they are folded into the exact set (32 MB)
-CHUNK = 1 << 20  # hashes per step of the derived-array work (probes, lookups, moves)
+CHUNK = 1 << 18  # hashes per step of the derived-array work (probes, lookups, moves): 2 MB
 
 
 def _sorted_unique(x: np.ndarray) -> np.ndarray:
@@ -141,11 +142,12 @@ class NgramIndex:
         self.exact.resize(n + len(new), refcheck=False)
         _merge_into(self.exact, n, new)
 
-    def _positions(self, hashes: np.ndarray) -> list[np.ndarray]:
+    def _positions(self, hashes: np.ndarray) -> Iterator[np.ndarray]:
         h1 = mix64(hashes)
         h2 = mix64(h1 ^ U64(0x5851F42D4C957F2D)) | U64(1)
         m = U64(self.bloom_bits)
-        return [(h1 + U64(i) * h2) % m for i in range(PROBES)]
+        for i in range(PROBES):
+            yield (h1 + U64(i) * h2) % m
 
     def _bloom_add(self, hashes: np.ndarray) -> None:
         for lo in range(0, len(hashes), CHUNK):
@@ -158,16 +160,15 @@ class NgramIndex:
         self._compact()
         hashes = np.asarray(hashes, U64)
         hit = np.zeros(len(hashes), bool)
-        if self.bloom is None and not len(self.exact):
+        if self.bloom is None:
+            if len(self.exact) and len(hashes):
+                order = np.argsort(hashes)  # sorted lookups stay in cache: ~20x faster
+                hit[order] = _seen(self.exact, hashes[order])
             return hit
         for lo in range(0, len(hashes), CHUNK):
-            part, out = hashes[lo : lo + CHUNK], hit[lo : lo + CHUNK]
-            if self.bloom is None:
-                idx = np.minimum(np.searchsorted(self.exact, part), len(self.exact) - 1)
-                np.equal(self.exact[idx], part, out=out)
-                continue
+            out = hit[lo : lo + CHUNK]
             out[:] = True
-            for pos in self._positions(part):
+            for pos in self._positions(hashes[lo : lo + CHUNK]):
                 word = self.bloom[(pos >> U64(6)).astype(np.int64)]
                 out &= ((word >> (pos & U64(63))) & U64(1)).astype(bool)
         return hit
