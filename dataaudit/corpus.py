@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from . import readers
 from .errors import InputError, close_matches
 from .inputs.arrow import check_names, plain_batch, plain_schema
-from .inputs.frames import from_arrow_table, to_table
+from .inputs.frames import from_arrow_table, lazy_frame_split, to_table
 from .inputs.hf import hf_split
 from .inputs.jsonl import read_in_one_block
 from .inputs.notes import InputLog
@@ -224,6 +224,9 @@ def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, Spl
         if cls in ("Dataset", "IterableDataset"):
             split_name = str(getattr(obj, "split", None) or name)
             return {split_name: hf_split(split_name, obj, reading.log)}
+    lazy = lazy_frame_split(name, obj)
+    if lazy is not None:
+        return {name: lazy}
     table = to_table(obj, name, reading.log)
     if table is not None:
         return {name: from_arrow_table(name, table, cls)}
@@ -244,15 +247,15 @@ def _peek_schema(split: SplitSource, log: InputLog) -> pa.Schema:
     schemas: list[pa.Schema] = []
     log.muted = True  # these rows are read again by the stream; note them once, there
     try:
-        for i, (origin, source) in enumerate(split.iter_parts()):
+        for i, (_, source) in enumerate(split.iter_parts()):
             whole = split.num_rows is not None
-            if split.parts:
-                cheap, whole = readers.file_schema(Path(origin))
+            if split.paths:
+                cheap, whole = readers.file_schema(split.paths[i])
                 if cheap is not None and (whole or i > 0):
                     schemas.append(cheap)
                     split.complete = split.complete and whole
                     continue
-                whole = whole or read_in_one_block(Path(origin))
+                whole = whole or read_in_one_block(split.paths[i])
             # the first batch types columns better than one record; a part that fits in it
             # has been read whole
             batches = source(256)
@@ -334,6 +337,7 @@ def load_corpus(
                 schema,
                 f"{first.origin} where {split} == {v!r}",
                 parts=first.parts,
+                paths=first.paths,
                 complete=first.complete,
             )
             for v in values

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..errors import InputError
 from ..rule import Severity
-from .jsonl import open_binary
+from .location import open_binary
 from .notes import InputLog
 
 __all__ = ["BLOCK_BYTES", "header", "iter_delimited"]

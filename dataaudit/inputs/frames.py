@@ -16,7 +16,14 @@ from .notes import InputLog
 from .records import iter_records
 from .source import SplitSource
 
-__all__ = ["from_arrow_table", "records_table", "repair_sink", "to_table", "unify"]
+__all__ = [
+    "from_arrow_table",
+    "lazy_frame_split",
+    "records_table",
+    "repair_sink",
+    "to_table",
+    "unify",
+]
 
 
 def from_arrow_table(name: str, table: pa.Table, origin: str) -> SplitSource:
@@ -64,8 +71,6 @@ def to_table(obj: Any, what: str, log: InputLog) -> pa.Table | None:
     if module == "polars":
         import polars as pl
 
-        if isinstance(obj, pl.LazyFrame):
-            obj = obj.collect()
         if isinstance(obj, pl.DataFrame):
             return obj.to_arrow()
     if module == "pandas" and type(obj).__name__ == "DataFrame":
@@ -106,3 +111,26 @@ def unify(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
                 cols.append(col if col.type == f.type else col.cast(f.type))
         out.append(pa.RecordBatch.from_arrays(cols, schema=schema))
     return out
+
+
+def lazy_frame_split(name: str, frame: Any) -> SplitSource | None:
+    """A polars LazyFrame, streamed: its query runs once per pass, batch by batch, never
+    collected whole (None when ``frame`` is not one)."""
+    if type(frame).__module__.split(".")[0] != "polars" or type(frame).__name__ != "LazyFrame":
+        return None
+    import polars as pl
+
+    try:
+        schema = pl.DataFrame(schema=frame.collect_schema()).to_arrow().schema
+    except Exception as exc:  # polars raises its own error types for a bad query
+        raise InputError(
+            f"{name}: the LazyFrame's query fails ({type(exc).__name__}: {exc})."
+        ) from None
+
+    def source(batch_size: int):
+        for df in frame.collect_batches(chunk_size=batch_size):
+            for rb in df.to_arrow().to_batches(max_chunksize=batch_size):
+                if rb.num_rows:
+                    yield rb
+
+    return SplitSource(name, source, None, schema, "polars.LazyFrame")

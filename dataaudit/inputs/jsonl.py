@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..rule import Severity
+from .location import open_binary, size_of
 from .notes import InputLog
 from .records import (
     iter_records,
@@ -40,7 +41,6 @@ __all__ = [
     "first_record",
     "iter_json",
     "iter_jsonl",
-    "open_binary",
 ]
 
 MAX_DEPTH = 256
@@ -52,14 +52,6 @@ SURROGATES_REPLACED = (
     "{count} lone surrogates (e.g. \\ud800: valid JSON, not valid Unicode text) were replaced "
     "by U+FFFD; TXT002 reports the rows as encoding damage"
 )
-
-
-def open_binary(path: Path) -> io.BufferedIOBase:
-    suffix = path.suffix.lower()
-    if suffix in (".gz", ".bz2", ".zst"):
-        codec = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}[suffix]
-        return pa.input_stream(str(path), compression=codec)  # type: ignore[return-value]
-    return open(path, "rb")  # noqa: SIM115
 
 
 class _BadLines:
@@ -282,7 +274,7 @@ def read_in_one_block(path: Path) -> bool:
     """Whether the first block holds the whole file, so its first batch has every column."""
     try:
         return path.suffix.lower() not in (".gz", ".bz2", ".zst") and (
-            path.stat().st_size <= BLOCK_BYTES
+            (size_of(path) or BLOCK_BYTES + 1) <= BLOCK_BYTES
         )
     except OSError:
         return False

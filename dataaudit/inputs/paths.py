@@ -11,11 +11,14 @@ import glob as globlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from .. import readers
 from ..errors import InputError, close_matches
+from .hub import hub_splits, looks_like_hub_name
+from .location import is_url, to_location
 from .roles import split_kind
 from .source import Reading, SplitSource
 
@@ -39,15 +42,18 @@ _SPLIT_WORDS = {
 METADATA_FILES = {"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"}
 
 
-def glob_root(pattern: str) -> Path:
-    """The folder a glob pattern starts from: its path up to the first wildcard."""
-    parts = Path(pattern).parts
+def glob_root(pattern: str) -> Any:
+    """The folder a glob pattern starts from: its path up to the first wildcard (a string for
+    a URL, a Path else)."""
+    parts = pattern.split("/")
     fixed = []
     for part in parts[:-1]:
         if _MAGIC.search(part):
             break
         fixed.append(part)
-    return Path(*fixed) if fixed else Path(".")
+    if is_url(pattern):
+        return "/".join(fixed)
+    return Path("/".join(fixed)) if fixed else Path(".")
 
 
 def _is_data_file(p: Path) -> bool:
@@ -60,7 +66,9 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
         split = files_split("train", [stdin_file()], reading)
         split.origin = "<stdin>"
         return {"train": split}
-    if _MAGIC.search(text):
+    if is_url(text):
+        root, files = _remote_files(text)
+    elif _MAGIC.search(text):
         root = glob_root(text)
         files = sorted(
             Path(p) for p in globlib.glob(text, recursive=True) if _is_data_file(Path(p))
@@ -68,7 +76,9 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
         if not files:
             raise InputError(f"{text}: the pattern matches no files.")
     else:
-        path = Path(text).expanduser()
+        path = to_location(text)
+        if not path.exists() and looks_like_hub_name(text):
+            return hub_splits(text, reading)
         if not path.exists():
             parent = path.parent if str(path.parent) else Path(".")
             hint = ""
@@ -81,11 +91,7 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
             return saved_dataset_splits(path, reading)
         if path.is_dir():
             root = path
-            files = sorted(p for p in path.rglob("*") if _is_data_file(p) and known_format(p))
-            if not files:
-                raise InputError(
-                    f"{path}: the folder holds no .jsonl/.json/.parquet/.csv files to audit."
-                )
+            files = _folder_files(path)
         else:
             root = None
             files = [path]
@@ -111,6 +117,48 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
         )
         for name in names
     }
+
+
+def _folder_files(path: Any) -> list[Any]:
+    files = sorted((p for p in path.rglob("*") if _is_data_file(p) and known_format(p)), key=str)
+    if not files:
+        raise InputError(f"{path}: the folder holds no .jsonl/.json/.parquet/.csv files to audit.")
+    return files
+
+
+def _remote_files(url: str) -> tuple[Any, list[Any]]:
+    """(root, files) of a URL: a file, a folder or a glob on an fsspec filesystem. HTTP(S) URLs
+    name one file each (a web server has no listing to glob)."""
+    location = to_location(url)
+    protocol = url.split("://", 1)[0].lower()
+    try:
+        if protocol in ("http", "https"):
+            if not location.exists():
+                raise InputError(
+                    f"{url}: not found (the server answered that it has no such file)."
+                )
+            return None, [location]
+        if _MAGIC.search(url):
+            root = to_location(glob_root(url))
+            prefix = f"{protocol}://"
+            found = location.fs.glob(location.path)
+            files = sorted(
+                (to_location(prefix + p.lstrip("/")) for p in found),
+                key=str,
+            )
+            files = [f for f in files if _is_data_file(f)]
+            if not files:
+                raise InputError(f"{url}: the pattern matches no files.")
+            return root, files
+        if location.is_dir():
+            return location, _folder_files(location)
+        if not location.exists():
+            raise InputError(f"{url}: no such file or folder.")
+        return None, [location]
+    except InputError:
+        raise
+    except Exception as exc:  # network, permissions, a missing bucket: say which URL
+        raise InputError(f"{url}: cannot list or open it ({type(exc).__name__}: {exc}).") from None
 
 
 def known_format(p: Path) -> bool:
@@ -154,7 +202,9 @@ def files_split(name: str, paths: list[Path], reading: Reading) -> SplitSource:
 
     counts = [readers.file_num_rows(p) for p in paths]
     num_rows = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
-    return SplitSource(name, source, num_rows, None, ", ".join(str(p) for p in paths), parts=parts)
+    return SplitSource(
+        name, source, num_rows, None, ", ".join(str(p) for p in paths), parts=parts, paths=paths
+    )
 
 
 def text_documents_split(name: str, paths: list[Path]) -> SplitSource:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,6 +27,8 @@ class SplitSource:
     kind: str = "other"
     #: (origin, source) per file, so the stream can say which file a row came from
     parts: list[tuple[str, BatchSource]] = field(default_factory=list)
+    #: the file of each part (a Path or a remote UPath), when parts are files
+    paths: list[Any] = field(default_factory=list)
     #: False when later rows may bring columns the schema does not list (JSON Lines)
     complete: bool = True
 
