@@ -51,6 +51,10 @@ class Raises(CountRows):
         if self.where == method:
             raise RuntimeError(f"kaboom in {method}")
 
+    def skip_reason(self, ctx):
+        self._maybe("skip_reason")
+        return super().skip_reason(ctx)
+
     def start(self, ctx):
         self._maybe("start")
         return super().start(ctx)

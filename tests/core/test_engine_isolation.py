@@ -214,6 +214,7 @@ def test_numpy_values_and_nan_are_converted_not_rejected(register):
 @pytest.mark.parametrize(
     "where, workers",
     [
+        ("skip_reason", 1),
         ("start", 1),
         ("update", 1),
         ("finish", 1),
