@@ -556,6 +556,8 @@ def _reportable(result: Any) -> None:
         if not isinstance(m.value, (type(None), int, float, np.integer, np.floating, np.bool_)):
             raise _NotReportable(f"{where}.value: {type(m.value).__name__} is not a number")
         m.value = _plain(m.value, f"{where}.value")
+        if isinstance(m.value, bool):  # the schema's metric value is a number
+            m.value = int(m.value)
     for name in ("thresholds", "details"):
         value = getattr(result, name)
         if not isinstance(value, dict):

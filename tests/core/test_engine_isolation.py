@@ -174,6 +174,7 @@ def test_numpy_values_and_nan_are_converted_not_rejected(register):
         r.metric("f32", np.float32(0.5))
         r.metric("i64", np.int64(3))
         r.metric("nan", float("nan"))
+        r.metric("flag", np.bool_(True))
         r.details.update(
             arr=np.arange(3),
             nested={np.int64(7): (np.bool_(True), np.float64(0.25), float("nan"))},
@@ -195,7 +196,7 @@ def test_numpy_values_and_nan_are_converted_not_rejected(register):
     report = audit(ROWS, select=["BAD001"])
     (res,) = [r for r in _check_report(report)["results"] if r["code"] == "BAD001"]
     assert res["status"] == "pass", res["message"]
-    assert [m["value"] for m in res["metrics"]] == [0.5, 3, None]
+    assert [m["value"] for m in res["metrics"]] == [0.5, 3, None, 1]
     assert res["details"] == {
         "arr": [0, 1, 2],
         "nested": {"7": [True, 0.25, None]},
