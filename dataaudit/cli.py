@@ -244,12 +244,23 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from ._io import check_output_path, writes_stdout
+    from .errors import ConfigError
     from .report.diff import diff
 
+    console = sys.stdout
+    if args.json:
+        check_output_path(args.json, "--json")
+        reason = _read_by_audit(args.json, [args.old, args.new])
+        if reason:
+            raise ConfigError(
+                f"--json {args.json}: it is a report being compared; write the diff elsewhere."
+            )
+        console = sys.stderr if writes_stdout(args.json) else sys.stdout
     result = diff(args.old, args.new)
     if args.json:
         result.to_json(args.json)
-    print(result.summary())
+    print(result.summary(), file=console)
     if args.fail_on_regression and result.regressed:
         return EXIT_GATE
     return EXIT_OK

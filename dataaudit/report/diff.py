@@ -21,7 +21,7 @@ from typing import Any
 
 from .._io import atomic_write_text
 from ..errors import InputError
-from .model import Report
+from .model import Report, check_report
 from .text import safe
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
@@ -84,11 +84,13 @@ class SplitChange:
 
 
 def _load(report: Any, which: str) -> dict[str, Any]:
+    """The report's data, checked against the report schema so the comparison cannot trip on a
+    missing key or a wrong type (InputError naming the file and what is wrong)."""
     if isinstance(report, Report):
+        check_report(report.data, f"{which} report")
         return report.data
     if isinstance(report, dict):
-        if "schema_version" not in report or "results" not in report:
-            raise InputError(f"{which}: this dict is not a dataaudit report (no schema_version).")
+        check_report(report, f"{which} report (dict)")
         return report
     if isinstance(report, (str, Path)):
         return Report.load(report).data

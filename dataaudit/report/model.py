@@ -104,6 +104,45 @@ def _result_dict(run: RuleRun, fail_on: Severity, max_examples: int) -> dict[str
     return out
 
 
+def read_json(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; every way it can be unreadable is an InputError naming the file."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror or exc}).") from None
+    if not raw.strip():
+        raise InputError(f"{path}: the file is empty; expected {what} (JSON).")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not UTF-8 text (byte {exc.start}); expected {what} (JSON), as written by "
+            "`dataaudit audit --json`."
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
+        raise InputError(
+            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}{cut}; "
+            f"expected {what}."
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path}: the JSON is nested too deeply to be {what}.") from None
+
+
+def check_report(data: Any, where: str) -> None:
+    """InputError naming ``where`` and what is wrong when ``data`` is not a readable report."""
+    from .schema import report_problems
+
+    problems = report_problems(data)
+    if problems:
+        raise InputError(
+            f"{where}: not a readable dataaudit report: {'; '.join(problems)}. Pass a report "
+            "written by `dataaudit audit --json` (complete, unedited)."
+        )
+
+
 class Report:
     """What an audit found. ``passed`` is the gate; ``to_json()`` is the contract."""
 
@@ -265,12 +304,9 @@ class Report:
 
     @classmethod
     def load(cls, path: str | Path) -> Report:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"{path}: cannot read a dataaudit report ({exc}).") from None
-        if not isinstance(data, dict) or "schema_version" not in data:
-            raise InputError(f"{path}: not a dataaudit report (no schema_version).")
+        """Read a report JSON, checking it against the report schema (InputError if not)."""
+        data = read_json(path, "a dataaudit report")
+        check_report(data, str(path))
         return cls(data)
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ change to the report format is always a visible diff.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,85 @@ def report_schema() -> dict[str, Any]:
 
 def schema_json() -> str:
     return json.dumps(report_schema(), indent=2) + "\n"
+
+
+# -- reading reports back (diff, Report.load) ------------------------------------------------------
+# jsonschema is only a test dependency, so loading checks a report against the schema above with
+# the few keywords it uses. Lenient where versions may differ: unknown keys are allowed (a newer
+# minor version may add some) and keys added after 1.0 are not required.
+_ADDED_AFTER_1_0 = {"gate"}
+_JSON_TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _json_type(value: Any) -> str:
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _JSON_TYPES[name](value):
+            return name
+    return type(value).__name__
+
+
+def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+    if len(errors) >= 5:
+        return
+    types = schema.get("type")
+    if types is not None:
+        types = [types] if isinstance(types, str) else types
+        if not any(_JSON_TYPES[t](value) for t in types):
+            errors.append(f"{path}: expected {' or '.join(types)}, got {_json_type(value)}")
+            return
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+        errors.append(f"{path}: {json.dumps(value)[:60]} is not one of {allowed}")
+        return
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{path}: expected {json.dumps(schema['const'])}")
+        return
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        errors.append(f"{path}: {value[:60]!r} does not match {schema['pattern']}")
+    if _JSON_TYPES["number"](value) and value < schema.get("minimum", value):
+        errors.append(f"{path}: {value} is below {schema['minimum']}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value and key not in _ADDED_AFTER_1_0:
+                errors.append(f"{path}: missing key {key!r}")
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if key in props:
+                _check(item, props[key], f"{path}.{key}", errors)
+            elif isinstance(extra, dict):
+                _check(item, extra, f"{path}.{key}", errors)
+    elif isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            _check(item, schema["items"], f"{path}[{i}]", errors)
+
+
+def report_problems(data: Any) -> list[str]:
+    """What makes ``data`` unreadable as a report of this schema (at most 5), or []."""
+    if not isinstance(data, dict):
+        return [f"the top level is a JSON {_json_type(data)}, not an object"]
+    version = data.get("schema_version")
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9]+\.[0-9]+", version):
+        return ["no schema_version: this is not a dataaudit report"]
+    ours = int(SCHEMA_VERSION.split(".")[0])
+    major = int(version.split(".")[0])
+    if major > ours:
+        return [
+            f"it was written by a newer dataaudit (report schema {version}; this version reads "
+            f"{ours}.x): upgrade dataaudit (pip install -U dataaudit)"
+        ]
+    if major < ours:
+        return [f"its report schema {version} is older than {ours}.x and cannot be read"]
+    schema = report_schema()
+    schema["properties"]["schema_version"] = {"type": "string"}
+    errors: list[str] = []
+    _check(data, schema, "$", errors)
+    return errors

@@ -101,25 +101,19 @@ def test_persisting_finding_with_count_change(new):
     assert "count 3 → 5" in d.summary()
 
 
-def test_tolerance_and_direction_judging():
-    base = {
-        "schema_version": "1.0",
-        "tool": {"version": "0.1.0"},
-        "config": {"hash": "h"},
-        "dataset": {"splits": {}, "roles": {}},
-        "passed": True,
-        "results": [],
-    }
+def test_tolerance_and_direction_judging(old):
+    base = old.to_dict()
 
     def report(values):
         r = dict(base)
         r["results"] = [
             {
-                "code": "X001",
+                **base["results"][0],
+                "code": "XX001",
                 "name": "x",
                 "status": "pass",
                 "metrics": [
-                    {"name": n, "split": "train", "value": v, "direction": d}
+                    {"name": n, "split": "train", "value": v, "direction": d, "unit": None}
                     for n, (v, d) in values.items()
                 ],
                 "findings": [],
