@@ -341,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised like KeyboardInterrupt so cleanup (temporary files) runs."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so cleanup (temporary files) runs and nothing swallows it."""
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -376,12 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     except DataAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except Terminated:
         print("terminated (SIGTERM); no partial output was left behind", file=sys.stderr)
         return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # the reader went away (``| head``); keep the verdict, and no noise at exit
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -99,6 +99,17 @@ def _load_plugin_entry(ep: metadata.EntryPoint) -> list[type[Rule]]:
     raise PluginError(f"entry point {ep.name} = {ep.value} is not a Rule subclass, list or module")
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return (
+            f"it called sys.exit({exc.code!r}) while loading; the plugin was skipped "
+            "(a plugin must not exit the process)"
+        )
+    if isinstance(exc, (PluginError, ImportError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 @lru_cache(maxsize=1)
 def load_rules() -> RuleSet:
     ruleset = RuleSet()
@@ -121,8 +132,12 @@ def load_rules() -> RuleSet:
             for cls in classes:
                 owners[prefix_of(cls.code)] = dist
                 _add(ruleset, cls, dist)
-        except Exception as exc:  # a broken plugin is reported, never fatal
-            ruleset.plugin_errors.append(f"plugin {dist} ({ep.name} = {ep.value}): {exc}")
+        except KeyboardInterrupt:  # Ctrl-C (and SIGTERM, see cli.Terminated) still stop the run
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a plugin's sys.exit() must not end the audit
+            ruleset.plugin_errors.append(
+                f"plugin {dist} ({ep.name} = {ep.value}): {_describe(exc)}"
+            )
     return ruleset
 
 

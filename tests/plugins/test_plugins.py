@@ -77,7 +77,65 @@ def test_broken_and_colliding_plugins_are_reported_not_fatal(plugin_env, tmp_pat
     out = run(["audit", str(data), "--json", str(tmp_path / "r.json")], plugin_env)
     assert out.returncode == 0
     assert "plugin error" in out.stdout
-    assert len(json.loads((tmp_path / "r.json").read_text())["plugin_errors"]) == 2
+    assert len(json.loads((tmp_path / "r.json").read_text())["plugin_errors"]) == 3
+
+
+def test_a_plugin_that_exits_at_import_does_not_take_over_the_exit_code(plugin_env, tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"text": "fine"}\n{"text": ""}\n')  # an empty row: a warn
+    report = tmp_path / "r.json"
+    out = run(["audit", str(data), "--fail-on", "warn", "--json", str(report)], plugin_env)
+    assert out.returncode == 1, out.stderr  # the gate failed; sys.exit(0) did not make it pass
+    errors = json.loads(report.read_text())["plugin_errors"]
+    assert any("exits" in e and "called sys.exit(0) while loading" in e for e in errors)
+    assert "gate FAILED" in out.stdout and "sys.exit(0)" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "exc", [SystemExit(3), GeneratorExit(), type("Odd", (BaseException,), {})("odd")]
+)
+def test_every_plugin_import_error_is_reported(monkeypatch, exc):
+    from importlib import metadata
+
+    from dataaudit import registry
+
+    class FakeEntryPoint:
+        name, value, dist = "bad", "bad_plugin:Rule", None
+
+        def load(self):
+            raise exc
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    registry.load_rules.cache_clear()
+    try:
+        ruleset = registry.load_rules()
+    finally:
+        registry.load_rules.cache_clear()
+    assert (
+        len(ruleset.plugin_errors) == 1
+        and "plugin bad (bad = bad_plugin:Rule)" in (ruleset.plugin_errors[0])
+    )
+    assert "TXT001" in ruleset.rules  # the built-in rules are all there
+
+
+def test_ctrl_c_during_plugin_loading_still_stops(monkeypatch):
+    from importlib import metadata
+
+    from dataaudit import registry
+
+    class FakeEntryPoint:
+        name, value, dist = "slow", "slow_plugin:Rule", None
+
+        def load(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    registry.load_rules.cache_clear()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            registry.load_rules()
+    finally:
+        registry.load_rules.cache_clear()
 
 
 def test_plugin_passes_the_conformance_suite(plugin_env):
