@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, close_matches
 
 __all__ = [
     "WORDS_KEY",
@@ -219,6 +219,14 @@ def _from_name(text: str) -> TokenizerHandle:
 
     path = Path(text).expanduser()
     if path.is_dir():
+        if not (path / "tokenizer.json").is_file():
+            inside = sorted(p.name for p in path.iterdir() if p.suffix == ".json")[:10]
+            raise TokenizerError(
+                f"tokenizer: the folder {path} has no tokenizer.json"
+                + (f" (its .json files: {', '.join(inside)})" if inside else "")
+                + "; pass the path of the tokenizer.json itself, or save one there with "
+                "`tokenizer.save_pretrained(folder)`."
+            )
         path = path / "tokenizer.json"
     if path.is_file():
         try:
@@ -229,18 +237,20 @@ def _from_name(text: str) -> TokenizerHandle:
                 "`tokenizer.save('tokenizer.json')` or `AutoTokenizer...save_pretrained(dir)`."
             ) from None
         return _from_tokenizer(tok, str(path))
-    looks_like_path = text.endswith(".json") or text.startswith((".", "/", "~")) or os.sep in text
-    if looks_like_path and text.count("/") != 1:
-        raise TokenizerError(f"tokenizer: {text} not found; pass the path to a tokenizer.json.")
+    if _looks_like_path(text):
+        raise TokenizerError(
+            f"tokenizer: {text} not found: no such file or folder.{_near(path)}{_HOW}"
+        )
     cached = _cached_hub_file(text)
     if cached is not None:
         return _from_tokenizer(Tokenizer.from_file(cached), text)
     if os.environ.get("HF_HUB_OFFLINE") or not _hub_reachable():
         # fail in milliseconds with the fix, instead of half a minute of retries
         raise TokenizerError(
-            f"tokenizer: {text!r} is not in the local Hugging Face cache and the Hub cannot be "
-            "reached; pass a local file instead: tokenizer='path/to/tokenizer.json' "
-            "(save one with tokenizer.save(...) on a machine that has it)."
+            f"tokenizer: {text!r} is not in the local Hugging Face cache (nor a local file: no "
+            "such file), and the Hub cannot be reached; pass a local file instead: "
+            "tokenizer='path/to/tokenizer.json' (save one with tokenizer.save(...) on a machine "
+            "that has it)."
         )
     try:
         tok = Tokenizer.from_pretrained(text)
@@ -251,6 +261,38 @@ def _from_name(text: str) -> TokenizerHandle:
             f"download it elsewhere and pass tokenizer='path/to/tokenizer.json'."
         ) from None
     return _from_tokenizer(tok, text)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+_HOW = (
+    " Pass the path of a tokenizer.json (or of a folder holding one), or a Hugging Face Hub "
+    "name such as 'gpt2' or 'org/name'."
+)
+
+
+def _looks_like_path(text: str) -> bool:
+    """A name that cannot be a Hub repo id, or whose first folder exists here, is a local path:
+    it is never looked up on the Hub (a typo in a path must not turn into a download)."""
+    if text.startswith((".", "/", "~")) or text.lower().endswith(".json"):
+        return True
+    if os.sep != "/" and os.sep in text:
+        return True
+    if not _HUB_ID.fullmatch(text) or ".." in text:
+        return True
+    head = text.split("/", 1)[0]
+    return "/" in text and Path(head).is_dir()  # models/tok with a local models/ folder
+
+
+def _near(path: Path) -> str:
+    """' Did you mean X?' from the names beside ``path``, or why there are none."""
+    parent = path.parent
+    if not parent.is_dir():
+        return f" (the folder {parent} does not exist either)"
+    try:
+        names = [p.name for _, p in zip(range(10000), parent.iterdir())]
+    except OSError:
+        return ""
+    return close_matches(path.name, names)
 
 
 def _cached_hub_file(repo: str) -> str | None:
