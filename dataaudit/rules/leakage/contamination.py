@@ -100,7 +100,9 @@ class NgramContamination(Rule):
         hashes it again one batch at a time. Reference files are read once at the start (16
         bytes per n-gram and their text) and each batch is checked against them as it streams.
         On top of that comes the working memory of one batch (its text, normalized text and
-        n-gram hashes, 8 bytes per word).
+        n-gram hashes, 8 bytes per word); with ``workers``, the main process also holds up to
+        2 x workers chunk states on their way to being merged (at most 16k rows each, their
+        n-grams at 8 bytes per word).
 
     Why it matters:
         A 13-word overlap is the standard test (GPT-3, PaLM) for benchmark contamination: an eval
