@@ -202,6 +202,12 @@ def file_schema(path: Path) -> tuple[pa.Schema | None, bool]:
         except (pa.ArrowInvalid, OSError):
             return None, False  # the full read names the problem
         return pa.schema([(n, pa.string()) for n in names]), True
+    if fmt == "json":
+        from .inputs.jsonl import starts_with_array
+
+        if starts_with_array(path):
+            return None, False  # an array of records: only reading it tells its columns
+        fmt = "jsonl"  # one object (or JSON Lines) under a .json name
     if fmt == "jsonl":
         from .inputs.jsonl import first_record
 

@@ -194,7 +194,11 @@ def iter_jsonl(
                         opts = pj.ParseOptions(
                             explicit_schema=schema, unexpected_field_behavior="infer"
                         )
-                        table = pj.read_json(io.BytesIO(block), parse_options=opts)
+                        # threads cost more than they give on small blocks (many small files)
+                        read = pj.ReadOptions(use_threads=len(block) > (1 << 20))
+                        table = pj.read_json(
+                            io.BytesIO(block), read_options=read, parse_options=opts
+                        )
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                         table = None
                     if table is not None and not _valid(table):
@@ -303,6 +307,13 @@ def first_record(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def starts_with_array(path: Path) -> bool:
+    """Whether a .json file holds a top-level array (else one object, or JSON Lines)."""
+    with open_binary(path) as fh:
+        head = fh.read(1 << 16).lstrip(_BOM + b" \t\r\n")
+    return head.startswith(b"[")
+
+
 def iter_json(
     path: Path,
     batch_size: int,
@@ -311,9 +322,7 @@ def iter_json(
     log: InputLog | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """A .json file holding one array of objects (or JSON Lines under a .json name)."""
-    with open_binary(path) as fh:
-        head = fh.read(1 << 16).lstrip(_BOM + b" \t\r\n")
-    if not head.startswith(b"["):
+    if not starts_with_array(path):
         yield from iter_jsonl(path, batch_size, on_bad_lines=on_bad_lines, log=log)
         return
     with open_binary(path) as fh:
@@ -343,7 +352,7 @@ def iter_json(
         else:
             bad(
                 f"element {i}",
-                f"element {i} of the top-level array is {python_type(rec)}, not an object",
+                f"the top-level array holds a {python_type(rec)} here, not a record object",
                 "Each element must be one record object",
             )
     del data
