@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 from . import engine
-from .config import AuditConfig, build_rule, load_config
+from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
 from .corpus import ROLE_NAMES, load_corpus
 from .errors import ConfigError, close_matches
-from .registry import RuleSet, load_rules, select_rules
+from .registry import RuleSet, load_rules, required_codes, select_rules
 from .report import Report
 from .rule import Rule, Severity
 
@@ -29,6 +29,7 @@ def resolve_rules(config: AuditConfig) -> tuple[list[tuple[Rule, Severity]], lis
             )
     options = {ruleset.get(code).code: opts for code, opts in config.rules.items()}
     chosen = select_rules(ruleset, config.select, config.extend_select, config.ignore)
+    required_codes(ruleset, config.require_rules)  # a selector that names no rule fails here
     chosen = _with_input_integrity(ruleset, chosen, config.ignore)
     built = [build_rule(cls, options.get(cls.code, {})) for cls in chosen]
     return built, list(ruleset.plugin_errors)
@@ -68,6 +69,8 @@ def audit(
     contamination_ref: list[str] | str | None = None,
     reference: Any = None,
     on_bad_lines: str = "error",
+    require_rules: list[str] | str | None = None,
+    require_roles: list[str] | str | None = None,
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -78,7 +81,8 @@ def audit(
     path, a dict or an AuditConfig. Column roles (``text=``, ``label=``, ``source=``, ``prompt=``,
     ``response=``, ``messages=``, ``input=``, ``id=``) override auto-detection.
     ``on_bad_lines="skip"`` skips records that cannot be read (INPUT001 lists each) instead of
-    stopping at the first.
+    stopping at the first. ``require_rules`` (selectors) fail the gate unless those rules ran;
+    ``require_roles`` are column roles the data must have (InputError before the scan).
     """
     t0 = time.perf_counter()
     unknown = sorted(set(columns) - set(ROLE_NAMES))
@@ -105,9 +109,12 @@ def audit(
         if isinstance(contamination_ref, str)
         else contamination_ref,
         reference=str(reference) if isinstance(reference, (str, os.PathLike)) else None,
+        require_rules=require_rules,
+        require_roles=require_roles,
     )
     built, plugin_errors = resolve_rules(cfg)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=on_bad_lines)
+    check_required_roles(cfg, corpus)
     ctx = AuditContext.from_corpus(
         corpus,
         max_examples=cfg.max_examples,
@@ -118,6 +125,7 @@ def audit(
             "tokenizer": tokenizer if tokenizer is not None else cfg.tokenizer,
             "contamination_ref": list(cfg.contamination_ref),
             "reference": reference if reference is not None else cfg.reference,
+            "on_bad_lines": on_bad_lines,
         },
     )
     if ctx.options["tokenizer"] is not None:

@@ -94,13 +94,14 @@ def _scan_reference(
         # a named column the reference lacks (an older version without `source`, say) drops that
         # role there, so the rules that need it skip the comparison with a reason; the columns
         # that carry the text must exist, or the reference cannot be compared at all
-        available = set(_reference_columns(reference, config))
+        on_bad_lines = ctx.options.get("on_bad_lines", "error")
+        available = set(_reference_columns(reference, config, on_bad_lines))
         roles = {
             role: column
             for role, column in config.columns.items()
             if column in available or role in ("text", "prompt", "response", "messages")
         }
-        corpus = load_corpus(reference, split=config.split, roles=roles)
+        corpus = load_corpus(reference, split=config.split, roles=roles, on_bad_lines=on_bad_lines)
     except DataAuditError as exc:
         raise InputError(f"reference: {exc}") from None
     options = {k: v for k, v in ctx.options.items() if k != _KEY}
@@ -116,6 +117,8 @@ def _scan_reference(
     )
     state = engine.start([(r, r.severity) for r in rules], rctx)
     engine.scan(state, corpus.stream(config.batch_size), rctx)
+    if ctx.input_log is not None:  # what could not be read in the reference is reported too
+        ctx.input_log.absorb(corpus.log, split_prefix="reference ")
     out: dict[str, Any] = {}
     for run in state.runs:
         code = run.rule.code
@@ -127,10 +130,10 @@ def _scan_reference(
     return out
 
 
-def _reference_columns(reference: Any, config: AuditConfig) -> list[str]:
+def _reference_columns(reference: Any, config: AuditConfig, on_bad_lines: str) -> list[str]:
     from .corpus import load_corpus
 
-    corpus = load_corpus(reference, split=config.split)
+    corpus = load_corpus(reference, split=config.split, on_bad_lines=on_bad_lines)
     schema = corpus.schema
     return list(schema.names) if schema is not None else []
 

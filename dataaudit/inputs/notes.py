@@ -80,6 +80,23 @@ class InputLog:
             note.places.append(place)
         return note
 
+    def absorb(self, other: InputLog, *, split_prefix: str) -> None:
+        """Take another read's notes (the reference dataset's), their splits prefixed."""
+        for note in other.notes:
+            split = (
+                f"{split_prefix}{note.split}" if note.split is not None else split_prefix.strip()
+            )
+            key = (note.kind, split, note.column)
+            if key not in self._notes:
+                self._notes[key] = InputNote(
+                    note.kind, note.severity, note.message, split, note.column
+                )
+            mine = self._notes[key]
+            mine.count += note.count
+            mine.first_row = note.first_row if mine.first_row is None else mine.first_row
+            mine.places.extend(p for p in note.places if p not in mine.places)
+            del mine.places[MAX_PLACES:]
+
     @property
     def notes(self) -> list[InputNote]:
         return list(self._notes.values())

@@ -328,3 +328,15 @@ def test_input_integrity_runs_whatever_is_selected(tmp_path):
     assert report.status("INPUT001") == "pass"
     report = audit(rows(10), select=["DUP002"], ignore=["INPUT001"])
     assert [r["code"] for r in report.results] == ["DUP002"]
+
+
+def test_what_the_reference_could_not_read_is_reported(tmp_path):
+    current = write_jsonl(tmp_path / "new" / "train.jsonl", rows(30))
+    old = tmp_path / "old" / "train.jsonl"
+    old.parent.mkdir()
+    lines = [json.dumps(r) for r in rows(30)]
+    lines[4] = '{"text": broken'
+    old.write_text("\n".join(lines) + "\n")
+    report = audit(current, reference=old, select=["LEN003"], on_bad_lines="skip")
+    (skipped,) = input_findings(report)
+    assert skipped["split"] == "reference train" and "old/train.jsonl:5" in skipped["message"]
