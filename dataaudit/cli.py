@@ -146,6 +146,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer,
         contamination_ref=args.contamination_ref,
         reference=args.reference,
+        require_rules=_csv(args.require_rules),
+        require_roles=_csv(args.require_roles),
         **{r: getattr(args, r) for r in ROLE_FLAGS if getattr(args, r) is not None},
     )
     # the verdict stands even if a reader closes stdout early (``| head``): see main()
@@ -206,8 +208,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
             print(
                 f"{r['code']:<8} {name:<32} {r['severity']:<8} {','.join(r['groups']):<28} {r['summary']}"
             )
+    from .report.text import safe
+
     for err in ruleset.plugin_errors:
-        print(f"warning: {err}", file=sys.stderr)
+        print(f"warning: {safe(err, 1000)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -296,6 +300,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--option", action="append", metavar="CODE.OPTION=VALUE", help="set a rule option"
     )
+    p.add_argument(
+        "--require-rules",
+        action="append",
+        metavar="RULES",
+        help="codes, prefixes or groups that must run: skipped, errored or unselected fails the gate",
+    )
+    p.add_argument(
+        "--require-roles",
+        action="append",
+        metavar="ROLES",
+        help="column roles the data must have, e.g. label,source (exit 2 if one is missing)",
+    )
     p.add_argument("--split", metavar="COLUMN", help="column that names each row's split")
     for role in ROLE_FLAGS:
         p.add_argument(f"--{role}", metavar="COLUMN", help=f"column to use as the {role}")
@@ -374,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except DataAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from .report.text import safe
+
+        # messages quote column names and values from the data: escape them for the terminal
+        print(f"error: {safe(exc, 4000, multiline=True)}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
         print("terminated (SIGTERM); no partial output was left behind", file=sys.stderr)
@@ -393,8 +412,10 @@ def main(argv: list[str] | None = None) -> int:
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if os.environ.get("DATAAUDIT_DEBUG"):
             print(detail, file=sys.stderr)
+        from .report.text import safe
+
         print(
-            f"internal error: {type(exc).__name__}: {exc}\n"
+            f"internal error: {type(exc).__name__}: {safe(exc, 1000)}\n"
             + textwrap.indent(
                 "(set DATAAUDIT_DEBUG=1 for the traceback and report it as a bug)", ""
             ),

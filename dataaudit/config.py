@@ -401,21 +401,23 @@ def load_config(spec: Any = None, **overrides: Any) -> AuditConfig:
     return config
 
 
-def check_required_roles(config: AuditConfig, roles: Any, columns: list[str]) -> None:
-    """Fail before the scan when the data lacks a column role the config requires.
-
-    ``roles`` is the corpus' Roles; ``columns`` the columns the data has.
-    """
-    missing = [role for role in config.require_roles if not roles.has(role)]
+def check_required_roles(config: AuditConfig, corpus: Any) -> None:
+    """Fail before the scan when the data lacks a column role that ``require_roles`` names."""
+    missing = [role for role in config.require_roles if not corpus.roles.has(role)]
     if not missing:
         return
+    columns: list[str] = []
+    for split in corpus.splits.values():
+        schema = getattr(split, "schema", None)
+        columns += [n for n in (schema.names if schema is not None else []) if n not in columns]
     shown = ", ".join(repr(c) for c in columns[:30]) + (" ..." if len(columns) > 30 else "")
-    fix = " ".join(f"--{r} COLUMN" for r in missing)
+    roles = ", ".join(missing)
     raise InputError(
-        f"require_roles: the data has no {', '.join(missing)} column"
-        f"{'s' if len(missing) > 1 else ''} (columns: {shown or 'none'}). Name the column with "
-        f"{fix} (audit({', '.join(f'{r}=COLUMN' for r in missing)})), or drop "
-        f"{', '.join(missing)} from require_roles."
+        f"require_roles: no {roles} column was found in the data (its columns: "
+        f"{shown or 'none known'}). Name the column with "
+        + " ".join(f"--{r} COLUMN" for r in missing)
+        + f" (audit({', '.join(f'{r}=COLUMN' for r in missing)})), or remove {roles} from "
+        "require_roles."
     )
 
 

@@ -198,3 +198,21 @@ def select_rules(
             continue
         chosen.append(cls)
     return chosen
+
+
+def required_codes(ruleset: RuleSet, selectors: list[str] | None) -> list[str]:
+    """The codes that ``require_rules`` selectors name, matched as ``select`` matches them.
+
+    A selector that names no rule is a ConfigError before the scan (a typo there would make
+    the requirement vacuous); the message mentions plugins that failed to load.
+    """
+    selectors = list(selectors or [])
+    try:
+        _check_selectors(selectors, ruleset, "require_rules")
+    except ConfigError as exc:
+        if not ruleset.plugin_errors:
+            raise
+        raise ConfigError(
+            f"{exc} Plugins that failed to load: {'; '.join(ruleset.plugin_errors)}"
+        ) from None
+    return [cls.code for cls in select_rules(ruleset, selectors)] if selectors else []

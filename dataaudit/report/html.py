@@ -188,8 +188,27 @@ def _header(data: dict[str, Any]) -> str:
         f"{_e(data.get('created', ''))} · config {_e(cfg.get('pack', ''))} "
         f"#{_e(cfg.get('hash', ''))} · schema {_e(data.get('schema_version', ''))} · "
         f"{_num(data.get('seconds', 0))} s</span></p>"
+        f"{_gate(data)}"
         f'<div class="cards">{cards}</div></header>'
     )
+
+
+def _gate(data: dict[str, Any]) -> str:
+    """Why the gate failed, and what it required (``require_rules`` / ``require_roles``)."""
+    gate = data.get("gate") or {}
+    parts = []
+    required = [
+        f"{label}: {', '.join(str(x) for x in gate.get(key) or [])}"
+        for key, label in (("required_rules", "required rules"), ("required_roles", "roles"))
+        if gate.get(key)
+    ]
+    if required:
+        parts.append(f'<p class="muted">{_e(" · ".join(required))}</p>')
+    reasons = gate.get("reasons") or []
+    if reasons and not data.get("passed"):
+        items = "".join(f'<li><span class="text">{_e(r)}</span></li>' for r in reasons)
+        parts.append(f'<ul class="gate-reasons">{items}</ul>')
+    return "".join(parts)
 
 
 def _dataset(data: dict[str, Any]) -> str:

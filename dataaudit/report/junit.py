@@ -10,24 +10,38 @@ from .text import safe
 
 def render_junit(data: dict[str, Any]) -> str:
     results = data["results"]
+    gate_failed = not data.get("passed")
     suite = ET.Element(
         "testsuite",
         {
             "name": "dataaudit",
-            "tests": str(len(results)),
-            "failures": str(sum(r["status"] == "fail" for r in results)),
+            "tests": str(len(results) + 1),
+            "failures": str(sum(r["status"] == "fail" for r in results) + gate_failed),
             "errors": str(sum(r["status"] == "error" for r in results)),
             "skipped": str(sum(r["status"] == "skipped" for r in results)),
             "time": f"{data.get('seconds', 0):.3f}",
         },
     )
+    # the gate itself is a test case: it fails with the reasons, including a required rule that
+    # was skipped (whose own test case is only "skipped")
+    gate = ET.SubElement(
+        suite, "testcase", {"classname": "dataaudit.gate", "name": "gate", "time": "0.000"}
+    )
+    if gate_failed:
+        reasons = [safe(r, 300) for r in (data.get("gate") or {}).get("reasons", [])]
+        el = ET.SubElement(
+            gate,
+            "failure",
+            {"message": f"gate failed (fail_on={safe(data.get('fail_on'), 10)})"},
+        )
+        el.text = "\n".join(reasons)
     for r in results:
         case = ET.SubElement(
             suite,
             "testcase",
             {
-                "classname": f"dataaudit.{r['code']}",
-                "name": r["name"],
+                "classname": f"dataaudit.{safe(r['code'], 20)}",
+                "name": safe(r["name"], 100),
                 "time": f"{r['seconds']:.3f}",
             },
         )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..context import AuditContext
     from ..engine import RuleRun, ScanState
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: the top-level "gate" object
 FLAG_COLUMNS = ("split", "row", "code", "group", "detail")
 FLAG_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
 
@@ -143,6 +143,41 @@ def check_report(data: Any, where: str) -> None:
         )
 
 
+def _short(text: Any, limit: int = 300) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: str) -> list[str]:
+    """Why the gate fails, one line each (empty: it passes).
+
+    A rule fails it with a finding at ``fail_on`` or by raising; a required rule (``require_rules``)
+    fails it as well when it was skipped, raised, or did not run at all.
+    """
+    by_code = {r["code"]: r for r in results}
+    reasons = []
+    for r in results:
+        if r["status"] == "fail":
+            worst = max((f["severity"] for f in r["findings"]), key=lambda v: Severity(v).rank)
+            n = sum(f["severity"] == worst for f in r["findings"])
+            reasons.append(
+                f"{r['code']} failed: {n} {worst} finding{'s' * (n != 1)} (fail_on={fail_on})"
+            )
+        elif r["status"] == "error" and r["code"] not in required:
+            reasons.append(f"{r['code']} errored: {_short(r['message'])}")
+    for code in required:
+        r = by_code.get(code)
+        if r is None:
+            reasons.append(
+                f"{code} required but not selected: add it to select or extend_select "
+                "(or remove it from ignore)"
+            )
+        elif r["status"] in ("skipped", "error"):
+            verb = "skipped" if r["status"] == "skipped" else "errored"
+            reasons.append(f"{code} required but {verb}: {_short(r['message'])}")
+    return reasons
+
+
 class Report:
     """What an audit found. ``passed`` is the gate; ``to_json()`` is the contract."""
 
@@ -169,7 +204,11 @@ class Report:
         counts = {s.value: 0 for s in Status}
         for r in results:
             counts[r["status"]] += 1
-        passed = counts["fail"] == 0 and counts["error"] == 0
+        from ..registry import load_rules, required_codes
+
+        required = required_codes(load_rules(), config.require_rules)
+        reasons = gate_reasons(results, required, fail_on.value)
+        passed = not reasons
         flags: list[tuple] = []
         for run in state.runs:
             if run.result is not None and run.error is None:
@@ -191,6 +230,13 @@ class Report:
             "config": {**config.to_dict(), "hash": config.hash()},
             "passed": passed,
             "fail_on": fail_on.value,
+            "gate": {
+                "passed": passed,
+                "fail_on": fail_on.value,
+                "required_rules": list(config.require_rules),
+                "required_roles": list(config.require_roles),
+                "reasons": reasons,
+            },
             "summary": {
                 "rules": len(results),
                 **counts,
@@ -232,13 +278,13 @@ class Report:
 
     def raise_for_status(self) -> Report:
         if not self.passed:
-            bad = [
-                f"{r['code']} ({r['status']})"
+            reasons = (self.data.get("gate") or {}).get("reasons") or [
+                f"{r['code']} {r['status']}"
                 for r in self.results
                 if r["status"] in ("fail", "error")
             ]
             raise GateFailed(
-                f"data audit failed the gate (fail_on={self.data['fail_on']}): {', '.join(bad)}"
+                f"data audit failed the gate (fail_on={self.data['fail_on']}): {'; '.join(reasons)}"
             )
         return self
 

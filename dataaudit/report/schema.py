@@ -116,6 +116,15 @@ def report_schema() -> dict[str, Any]:
                 },
                 "passed": {"type": "boolean"},
                 "fail_on": {"enum": ["warn", "error"]},
+                "gate": _obj(
+                    {
+                        "passed": {"type": "boolean"},
+                        "fail_on": {"enum": ["warn", "error"]},
+                        "required_rules": {"type": "array", "items": {"type": "string"}},
+                        "required_roles": {"type": "array", "items": {"type": "string"}},
+                        "reasons": {"type": "array", "items": {"type": "string"}},
+                    }
+                ),
                 "summary": _obj(
                     {"rules": {"type": "integer"}, **counts, "flagged_rows": {"type": "integer"}}
                 ),
