@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -78,7 +79,12 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
+    # a lone surrogate (from a plugin's message, say) cannot be encoded: U+FFFD, not a lost report
+    text = _SURROGATE.sub("\ufffd", text)
     if writes_stdout(path):
         sys.stdout.write(text)
         sys.stdout.flush()

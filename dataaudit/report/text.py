@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# C0/C1 controls (ESC starts terminal escape sequences, \r rewrites a line), line separators and
-# every bidirectional control (U+202E makes text read backwards)
+# C0/C1 controls (ESC starts terminal escape sequences, \r rewrites a line), line separators,
+# every bidirectional control (U+202E makes text read backwards), lone surrogates (they cannot be
+# printed) and the two non-characters XML cannot carry
 _CONTROL = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    r"\ud800-\udfff\ufffe\uffff]"
 )
 _STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
 _COLORS = {"error": "35", "fail": "31", "warn": "33", "pass": "32", "skipped": "2"}

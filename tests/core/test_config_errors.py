@@ -4,10 +4,13 @@ source (file, "config dict", "audit() arguments") and the key; nothing is silent
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dataaudit import audit
+from dataaudit.api import resolve_rules
 from dataaudit.cli import main
-from dataaudit.config import AuditConfig, load_config
+from dataaudit.config import _KEYS, AuditConfig, load_config
 from dataaudit.errors import ConfigError
 
 ROWS = [{"text": "hello there"}, {"text": ""}]
@@ -182,3 +185,54 @@ def test_option_values_that_do_not_parse_exit_2(data, capsys, option):
     assert main(["audit", str(data), "--option", option, "-q"]) == 2
     err = capsys.readouterr().err
     assert f"--option {option!r}" in err and "not valid YAML" in err
+
+
+# -- property: any config is loaded or refused with a ConfigError, never a crash -------------------
+_value = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 10**6)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8)
+    | st.sampled_from(["TXT", "TXT003", "default", "warn", "label", "max_chars", "ALL"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.text(max_size=6) | st.sampled_from(["TXT003", "max_chars", "severity", "label"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+_config = st.dictionaries(
+    st.sampled_from(sorted(k for k in _KEYS if k != "extends")) | st.text(max_size=6),
+    _value,
+    max_size=5,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_config)
+def test_any_config_dict_is_loaded_or_refused_cleanly(data):
+    try:
+        config = load_config(data)
+        resolve_rules(config)  # rule codes, selectors and every rule's options
+    except ConfigError as exc:
+        assert str(exc)
+        return
+    assert isinstance(config.seed, int) and isinstance(config.rules, dict)
+    assert all(isinstance(v, str) for v in config.contamination_ref)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(max_size=80))
+def test_any_yaml_text_is_loaded_or_refused_cleanly(tmp_path, text):
+    path = tmp_path / "fuzz.yaml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        assert str(exc).startswith(str(path))

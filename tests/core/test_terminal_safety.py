@@ -9,6 +9,8 @@ import re
 from xml.etree import ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dataaudit
 from dataaudit.cli import main
@@ -91,3 +93,50 @@ def test_render_summary_of_a_failed_gate_escapes_reasons():
     data["gate"]["reasons"] = ["X required but skipped: \x1b[2J"]
     text = render_summary(data)
     assert "✗ X required but skipped: \\x1b[2J" in text and not _raw(text)
+
+
+_BASE = dataaudit.audit(
+    [{"text": f"row {i}", "label": "ab"[i % 2]} for i in range(6)] + [{"text": "", "label": "a"}],
+    select=["TXT001", "LBL003"],
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=20), min_size=5, max_size=5))
+def test_any_text_in_a_report_renders_safely(texts):
+    from dataaudit.report.junit import render_junit
+
+    data = copy.deepcopy(_BASE.data)
+    split, column, message, name, plugin = texts
+    data["dataset"]["splits"] = {split: data["dataset"]["splits"]["train"]}
+    data["dataset"]["roles"]["text"]["column"] = column
+    for r in data["results"]:
+        r["name"] = name
+        for f in r["findings"]:
+            f["message"] = message
+    data["plugin_errors"] = [plugin]
+    data["passed"] = False
+    data["gate"]["reasons"] = [message]
+    assert not _raw(render_summary(data))
+    ET.fromstring(render_junit(data).split("\n", 1)[1])  # well-formed XML whatever the text
+    json.loads(dataaudit.Report(data).to_json())
+
+
+def test_lone_surrogates_in_a_report_do_not_lose_it(tmp_path):
+    data = copy.deepcopy(_BASE.data)
+    txt001 = next(r for r in data["results"] if r["code"] == "TXT001")
+    txt001["findings"][0]["message"] = "bad \ud800 text"
+    data["dataset"]["roles"]["text"]["column"] = "col\udc80"
+    report = dataaudit.Report(data)
+    for write, name in (
+        (report.to_json, "r.json"),
+        (report.to_html, "r.html"),
+        (report.to_junit, "r.xml"),
+    ):
+        write(tmp_path / name)
+    written = json.loads((tmp_path / "r.json").read_text())
+    txt001 = next(r for r in written["results"] if r["code"] == "TXT001")
+    assert txt001["findings"][0]["message"] == "bad \ufffd text"
+    text = report.summary()
+    assert "\\ud800" in text and "col\\udc80" in text
+    text.encode("utf-8")  # printable
