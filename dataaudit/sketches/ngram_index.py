@@ -115,6 +115,12 @@ class NgramIndex:
         if self.pending_n > max(PENDING, len(self.exact) // 16):
             self._compact()
 
+    def __getstate__(self) -> dict:
+        """Pickled (a worker's chunk sent back) as one sorted array: the receiving side merges it
+        in place, without first sorting the pending hashes itself."""
+        self._compact()
+        return self.__dict__
+
     def _compact(self) -> None:
         if self.bloom is not None or not self.pending:
             return

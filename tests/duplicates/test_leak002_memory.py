@@ -184,3 +184,23 @@ def test_finish_hashes_eval_text_as_the_shared_feature_does():
         assert len(shared.hashes) > 0
         assert np.array_equal(mine.hashes, shared.hashes)
         assert np.array_equal(mine.per_row, shared.per_row)
+
+
+@pytest.mark.parametrize("protocol", [4, 5])
+def test_a_pickled_index_arrives_sorted_and_still_grows(small_steps, protocol):
+    import pickle
+
+    a, b = NgramIndex(budget=10**6), NgramIndex(budget=10**6)
+    for x in _batches(4, 20_000, 700):
+        a.add(x)
+    for x in _batches(5, 20_000, 700):
+        b.add(x)
+    in_a = np.unique(np.concatenate([a.exact, *a.pending]))
+    truth = np.union1d(in_a, np.concatenate([b.exact, *b.pending]))
+    back = pickle.loads(pickle.dumps(a, protocol=protocol))  # as a worker's state comes back
+    assert back.pending == [] and back.pending_n == 0
+    back.add(np.array([7], np.uint64))
+    # folds into the unpickled array (resized in place, or copied once if it borrows the pickle's)
+    assert back.size == len(in_a) + (7 not in in_a)
+    merged = pickle.loads(pickle.dumps(b, protocol=protocol)).merge(back)
+    assert np.array_equal(merged.exact, np.union1d(truth, [7]))
