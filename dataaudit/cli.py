@@ -327,9 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=int, metavar="ROWS")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the scan (same report)")
-    p.add_argument("--json", metavar="FILE", help="write the JSON report")
+    p.add_argument("--json", metavar="FILE", help="write the JSON report (- for stdout)")
     p.add_argument("--html", metavar="FILE", help="write the HTML report")
-    p.add_argument("--flags", metavar="FILE", help="write row flags as Parquet")
+    p.add_argument(
+        "--flags", metavar="FILE", help="write row flags: .parquet, .csv or .jsonl (- for CSV)"
+    )
     p.add_argument(
         "--junit", metavar="FILE", help="write JUnit XML (one test case per rule) for CI"
     )
