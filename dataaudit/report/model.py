@@ -64,7 +64,7 @@ def _result_dict(run: RuleRun, fail_on: Severity, max_examples: int) -> dict[str
         "status": status.value,
         "severity": run.severity.value,
         "message": run.error or run.skipped or (run.result.skipped if run.result else None),
-        "options": rule.get_params(),
+        "options": {k: _json_safe(v) for k, v in rule.get_params().items()},
         "metrics": [],
         "thresholds": {},
         "findings": [],
@@ -143,6 +143,16 @@ def check_report(data: Any, where: str) -> None:
         )
 
 
+def _json_safe(value: Any) -> Any:
+    """An option value as written in the report: itself when it is JSON, else its repr (a
+    plugin's frozenset or inf default must not cost the whole report)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+    return value
+
+
 def _short(text: Any, limit: int = 300) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
@@ -208,6 +218,9 @@ class Report:
 
         required = required_codes(load_rules(), config.require_rules)
         reasons = gate_reasons(results, required, fail_on.value)
+        stopped = getattr(state, "stopped", None)
+        if stopped:  # the rules that were running are errors; say why the data is partial
+            reasons.insert(0, f"the scan stopped before the end of the input: {_short(stopped)}")
         passed = not reasons
         flags: list[tuple] = []
         for run in state.runs:
@@ -236,6 +249,7 @@ class Report:
                 "required_rules": list(config.require_rules),
                 "required_roles": list(config.require_roles),
                 "reasons": reasons,
+                "scan_stopped": stopped,
             },
             "summary": {
                 "rules": len(results),

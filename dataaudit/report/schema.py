@@ -123,6 +123,7 @@ def report_schema() -> dict[str, Any]:
                         "required_rules": {"type": "array", "items": {"type": "string"}},
                         "required_roles": {"type": "array", "items": {"type": "string"}},
                         "reasons": {"type": "array", "items": {"type": "string"}},
+                        "scan_stopped": {"type": ["string", "null"]},
                     }
                 ),
                 "summary": _obj(

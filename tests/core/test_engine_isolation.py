@@ -345,7 +345,8 @@ def test_a_worker_that_dies_fails_the_gate_with_a_report_instead_of_hanging(how)
         r.to_json()
         print(json.dumps({{"passed": r.passed,
                           "results": {{x["code"]: [x["status"], x["message"]] for x in r.results}},
-                          "rows": r.data["dataset"]["splits"]["train"]["rows"]}}))
+                          "rows": r.data["dataset"]["splits"]["train"]["rows"],
+                          "gate": r.data["gate"]}}))
         """
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -357,6 +358,8 @@ def test_a_worker_that_dies_fails_the_gate_with_a_report_instead_of_hanging(how)
         assert "a worker process died" in message and "train rows " in message
         assert "fewer workers" in message and "smaller batch size" in message
     assert 2048 <= got["rows"] <= 6000  # what was read before the scan stopped
+    assert "a worker process died" in got["gate"]["scan_stopped"]
+    assert got["gate"]["reasons"][0].startswith("the scan stopped before the end of the input")
     assert seconds < 60, f"took {seconds:.1f} s"
 
 

@@ -143,3 +143,40 @@ def test_config_hash_is_unchanged_when_the_new_keys_are_unset():
     expected = xxhash.xxh3_64_hexdigest(json.dumps(body, sort_keys=True, default=str).encode())
     assert AuditConfig().hash() == expected
     assert AuditConfig(require_rules=["LBL"]).hash() != expected
+
+
+def test_an_option_default_that_is_not_json_does_not_cost_the_report(monkeypatch):
+    import json
+
+    from dataaudit import registry
+    from dataaudit.rule import Rule, RuleResult
+
+    class OddDefaults(Rule):
+        """What it does: -. Why it matters: -. Example: -. Options: -."""
+
+        code = "ODD001"
+        name = "test.odd-defaults"
+        requires = ()
+
+        def __init__(self, words: frozenset = frozenset({"a"}), limit: float = float("inf")):
+            self.words, self.limit = words, limit
+
+        def start(self, ctx):
+            return 0
+
+        def update(self, state, batch):
+            return state + batch.num_rows
+
+        def merge(self, a, b):
+            return a + b
+
+        def finish(self, state, ctx):
+            return RuleResult()
+
+    rules = registry.load_rules()
+    monkeypatch.setitem(rules.rules, "ODD001", OddDefaults)
+    monkeypatch.setitem(rules.origin, "ODD001", "test")
+    report = dataaudit.audit([{"text": "a row"}], select=["ODD001"])
+    (odd,) = [r for r in json.loads(report.to_json())["results"] if r["code"] == "ODD001"]
+    options = odd["options"]
+    assert options == {"words": "frozenset({'a'})", "limit": "inf"}
