@@ -68,7 +68,7 @@ def audit(
     tokenizer: Any = None,
     contamination_ref: list[str] | str | None = None,
     reference: Any = None,
-    on_bad_lines: str = "error",
+    on_bad_lines: str | None = None,
     require_rules: list[str] | str | None = None,
     require_roles: list[str] | str | None = None,
     **columns: str,
@@ -109,11 +109,12 @@ def audit(
         if isinstance(contamination_ref, str)
         else contamination_ref,
         reference=str(reference) if isinstance(reference, (str, os.PathLike)) else None,
+        on_bad_lines=on_bad_lines,
         require_rules=require_rules,
         require_roles=require_roles,
     )
     built, plugin_errors = resolve_rules(cfg)
-    corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=on_bad_lines)
+    corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=cfg.on_bad_lines)
     check_required_roles(cfg, corpus)
     ctx = AuditContext.from_corpus(
         corpus,
@@ -125,7 +126,7 @@ def audit(
             "tokenizer": tokenizer if tokenizer is not None else cfg.tokenizer,
             "contamination_ref": list(cfg.contamination_ref),
             "reference": reference if reference is not None else cfg.reference,
-            "on_bad_lines": on_bad_lines,
+            "on_bad_lines": cfg.on_bad_lines,
         },
     )
     if ctx.options["tokenizer"] is not None:

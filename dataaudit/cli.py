@@ -146,6 +146,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer,
         contamination_ref=args.contamination_ref,
         reference=args.reference,
+        on_bad_lines=args.on_bad_lines,
         require_rules=_csv(args.require_rules),
         require_roles=_csv(args.require_roles),
         **{r: getattr(args, r) for r in ROLE_FLAGS if getattr(args, r) is not None},
@@ -324,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--reference", metavar="PATH", help="baseline dataset (or saved report) to compare against"
+    )
+    p.add_argument(
+        "--on-bad-lines",
+        choices=["error", "skip"],
+        help="a record that cannot be read: stop with an error (default) or skip it and list it "
+        "in the report (INPUT001)",
     )
     p.add_argument("--batch-size", type=int, metavar="ROWS")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the scan (same report)")

@@ -49,15 +49,24 @@ class AuditConfig:
         default_factory=list
     )  # selectors that must run, or the gate fails
     require_roles: list[str] = field(default_factory=list)  # column roles the data must have
+    on_bad_lines: str = (
+        "error"  # error | skip: a record the readers cannot read (INPUT001 lists skips)
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def hash(self) -> str:
+        """A hash of what decides the findings. ``workers`` and ``batch_size`` only decide how
+        the scan runs (same report for any value), so they are hashed at their defaults: any
+        value gives one hash, the hash that older reports (which hashed them) got by default."""
         body = {k: v for k, v in self.to_dict().items() if k != "pack"}
+        body.update(workers=1, batch_size=8192)
         for key in _HASH_IF_SET:  # keys added later: unset, they keep older reports' hashes
             if not body.get(key):
                 body.pop(key, None)
+        if body.get("on_bad_lines") == "error":
+            body.pop("on_bad_lines")
         blob = json.dumps(body, sort_keys=True, default=str).encode()
         return xxhash.xxh3_64_hexdigest(blob)
 
@@ -128,6 +137,12 @@ def _check(data: dict[str, Any], origin: str) -> dict[str, Any]:
         elif key == "contamination_ref":
             what = "benchmark file paths"
             out[key] = [] if value is None else _str_list(value, where, what, commas=False)
+        elif key == "on_bad_lines":
+            if value not in ("error", "skip"):
+                raise ConfigError(
+                    f"{where}={_show(value)}: use 'error' (stop at the first record that cannot "
+                    "be read: the default for a gate) or 'skip' (skip it and list it in the report)."
+                )
         elif key == "fail_on":
             severity = Severity.parse(value, option=where)
             if severity is Severity.INFO:

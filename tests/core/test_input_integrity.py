@@ -340,3 +340,37 @@ def test_what_the_reference_could_not_read_is_reported(tmp_path):
     report = audit(current, reference=old, select=["LEN003"], on_bad_lines="skip")
     (skipped,) = input_findings(report)
     assert skipped["split"] == "reference train" and "old/train.jsonl:5" in skipped["message"]
+
+
+def test_on_bad_lines_from_the_cli_and_a_pack(tmp_path):
+    from dataaudit.cli import main
+
+    path = tmp_path / "train.jsonl"
+    lines = [json.dumps(r) for r in rows(10)]
+    lines[2] = "not json"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.json"
+    assert main(["audit", str(path), "--select", "TXT001", "-q"]) == 2
+    code = main(
+        [
+            "audit",
+            str(path),
+            "--select",
+            "TXT001",
+            "--on-bad-lines",
+            "skip",
+            "--json",
+            str(out),
+            "-q",
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["config"]["on_bad_lines"] == "skip"
+    assert report["dataset"]["splits"]["train"]["rows"] == 9
+    pack = tmp_path / "pack.yaml"
+    pack.write_text("on_bad_lines: skip\nselect: [TXT001]\n")
+    assert audit(path, config=str(pack)).data["dataset"]["splits"]["train"]["rows"] == 9
+    pack.write_text("on_bad_lines: ignore\n")
+    with pytest.raises(Exception, match="on_bad_lines='ignore': use 'error'"):
+        audit(path, config=str(pack))
