@@ -45,13 +45,11 @@ class AuditConfig:
     contamination_ref: list[str] = field(default_factory=list)  # benchmark files for LEAK002
     reference: str | None = None  # a baseline dataset path or saved report for drift rules
     pack: str | None = None  # the pack or file this config came from (for the report)
-    require_rules: list[str] = field(
-        default_factory=list
-    )  # selectors that must run, or the gate fails
+    # selectors that must run, or the gate fails
+    require_rules: list[str] = field(default_factory=list)
     require_roles: list[str] = field(default_factory=list)  # column roles the data must have
-    on_bad_lines: str = (
-        "error"  # error | skip: a record the readers cannot read (INPUT001 lists skips)
-    )
+    # a record the readers cannot read: error (stop), or skip (INPUT001 lists each one)
+    on_bad_lines: str = "error"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
