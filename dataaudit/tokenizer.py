@@ -38,6 +38,8 @@ WORDS_KEY = "words"
 #: hash buckets of the word fallback's "vocabulary" (fixed memory for unigram counts)
 WORD_BUCKETS = 1 << 18
 _BYTE_FALLBACK_RE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
+#: (buckets, words) of a batch's distinct words, first occurrence first
+WordNames = tuple[np.ndarray, list[str]]
 
 
 class TokenizerError(ConfigError):
@@ -52,8 +54,6 @@ class TokenizerHandle:
         self.name = name
         self.tokenizer = tokenizer
         self.unit = "tokens" if tokenizer is not None else "words"
-        self._lock = threading.Lock()
-        self._word_names: dict[int, str] = {}
         if tokenizer is None:
             self.vocab_size = WORD_BUCKETS
             self.unknown_table: np.ndarray | None = None
@@ -81,8 +81,11 @@ class TokenizerHandle:
         return self.unknown_table is not None and bool(self.unknown_table.any())
 
     def token_name(self, token_id: int) -> str:
+        """A token's name; a word bucket's words are not known here (no process-local table
+        that a worker would lack): rules that show words keep the names in their state, from
+        :meth:`encode_named`."""
         if self.tokenizer is None:
-            return self._word_names.get(int(token_id), f"<word bucket {int(token_id)}>")
+            return f"<word bucket {int(token_id)}>"
         name = self.tokenizer.id_to_token(int(token_id))
         return name if name is not None else f"<id {int(token_id)}>"
 
@@ -91,6 +94,12 @@ class TokenizerHandle:
 
         ``texts`` is a pyarrow string array.
         """
+        ids, lengths, _ = self.encode_named(texts)
+        return ids, lengths
+
+    def encode_named(self, texts: Any) -> tuple[np.ndarray, np.ndarray, WordNames | None]:
+        """:meth:`encode`, plus for the word fallback the batch's distinct words with their
+        buckets, in order of first occurrence (None with a tokenizer: ids name themselves)."""
         if self.tokenizer is None:
             return self._encode_words(texts)
         import itertools
@@ -108,9 +117,9 @@ class TokenizerHandle:
             keep = np.repeat(~nulls, lengths)
             ids = ids[keep]
             lengths[nulls] = -1
-        return ids, lengths
+        return ids, lengths, None
 
-    def _encode_words(self, texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_words(self, texts: Any) -> tuple[np.ndarray, np.ndarray, WordNames | None]:
         import pyarrow as pa
         import pyarrow.compute as pc
         import xxhash
@@ -129,7 +138,7 @@ class TokenizerHandle:
             lengths[empty] = 0
             flat = flat.filter(pc.not_equal(flat, ""))
         if len(flat) == 0:
-            return np.zeros(0, np.uint32), lengths
+            return np.zeros(0, np.uint32), lengths, None
         enc = pc.dictionary_encode(flat)
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
@@ -140,13 +149,8 @@ class TokenizerHandle:
             np.uint32,
             len(uniques),
         )
-        with self._lock:
-            names = self._word_names
-            for b, w in zip(buckets.tolist(), uniques):
-                if b not in names:
-                    names[b] = w
         indices = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        return buckets[indices], lengths
+        return buckets[indices], lengths, (buckets, uniques)
 
 
 _HANDLES: dict[str, TokenizerHandle] = {}

@@ -20,6 +20,8 @@ class Tokens:
 
     ids: np.ndarray  # uint32, all rows' ids in row order
     lengths: np.ndarray  # int64 per row; -1 = null text
+    #: word fallback only: (buckets, words) of the batch's distinct words, first occurrence first
+    words: tuple[np.ndarray, list[str]] | None = None
 
     @property
     def offsets(self) -> np.ndarray:
@@ -36,8 +38,7 @@ class Tokens:
 def tokens_feature(batch: Batch, tokenizer: str, view: str = "text") -> Tokens:
     from ..tokenizer import get_handle
 
-    ids, lengths = get_handle(tokenizer).encode(batch.feature(view))
-    return Tokens(ids, lengths)
+    return Tokens(*get_handle(tokenizer).encode_named(batch.feature(view)))
 
 
 @register_feature("token_lengths")

@@ -44,7 +44,8 @@ def test_word_fallback_is_labelled_words():
     ids, lengths = h.encode(pa.array(["a b  c", None, "", "a"], pa.large_string()))
     assert lengths.tolist() == [3, -1, 0, 1]
     assert ids[0] == ids[3] and len(set(ids[:3].tolist())) == 3
-    assert h.token_name(int(ids[0])) == "a"
+    _, _, (buckets, words) = h.encode_named(pa.array(["b a", "a c"], pa.large_string()))
+    assert words == ["b", "a", "c"] and buckets[1] == ids[0]  # first occurrence first
 
 
 def test_missing_file_and_bad_objects_are_clear_errors(tmp_path):

@@ -25,6 +25,9 @@ def half_of(rows: np.ndarray, seed: int) -> np.ndarray:
     return (z & np.uint64(1)).astype(np.int64)
 
 
+_NAME_CHARS = 80  # a token shown as evidence is cut to this many characters
+
+
 class TokenDrift(Rule):
     """Unigram token distributions that differ between train and eval splits, or across versions.
 
@@ -41,7 +44,8 @@ class TokenDrift(Rule):
         (including the burstiness of tokens within documents). Scaled to the sizes compared, this
         is the noise floor. Drift when the divergence exceeds the noise floor by at least
         ``min_js`` bits AND is at least ``noise_ratio`` times the noise floor. Evidence: the
-        tokens contributing most to the divergence in each direction.
+        tokens contributing most to the divergence in each direction (a word bucket is shown as
+        the first word counted in it).
 
     Why it matters:
         An eval split from another domain (other sources, a boilerplate footer on every row, a
@@ -100,6 +104,10 @@ class TokenDrift(Rule):
             "seed": ctx.seed,
             "splits": {},
             "kinds": {},
+            # word fallback: bucket -> the first word counted in it, in input order (bounded by
+            # the number of buckets); the names travel with the state, so a worker's words are
+            # named like one pass's
+            "names": {},
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -118,6 +126,11 @@ class TokenDrift(Rule):
         token_half = np.repeat(half, np.maximum(toks.lengths, 0))
         for h in (0, 1):
             s["halves"][h].add(toks.ids[token_half == h])
+        if toks.words is not None:
+            names = state["names"]
+            for bucket, word in zip(toks.words[0].tolist(), toks.words[1]):
+                if bucket not in names:
+                    names[bucket] = word[:_NAME_CHARS]
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -131,10 +144,15 @@ class TokenDrift(Rule):
                 "halves": [sa["halves"][h].merge(sb["halves"][h]) for h in (0, 1)],
                 "rows": [sa["rows"][h] + sb["rows"][h] for h in (0, 1)],
             }
-        return {**a, "splits": splits, "kinds": {**a["kinds"], **b["kinds"]}}
+        return {
+            **a,
+            "splits": splits,
+            "kinds": {**a["kinds"], **b["kinds"]},
+            "names": {**b["names"], **a["names"]},  # b's rows come after a's: a's names win
+        }
 
     def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
-        return {
+        out = {
             "tokenizer": state["tok"],
             "unit": state["unit"],
             "kinds": dict(state["kinds"]),
@@ -143,6 +161,15 @@ class TokenDrift(Rule):
                 for n, s in sorted(state["splits"].items())
             },
         }
+        if state["names"]:
+            # A word absent from the audited split is shown as evidence (less frequent) only
+            # if the reference split counts it at least 2 x min_count times: name just those.
+            total = CountVector(state["size"])
+            for s in state["splits"].values():
+                total = total.merge(s["halves"][0]).merge(s["halves"][1])
+            frequent = np.flatnonzero(total.counts >= 2 * self.min_count).tolist()
+            out["names"] = {str(i): state["names"][i] for i in frequent if i in state["names"]}
+        return out
 
     @staticmethod
     def _from_sketch(data: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +237,17 @@ class TokenDrift(Rule):
         )
         present = {n: state["kinds"].get(n, "other") for n in state["splits"]}
         pairs, ref, notes = comparison_plan(ctx, self.code, present, state["tok"])
+        ref_names = {int(k): v for k, v in ((ref or {}).get("names") or {}).items()}
+
+        def names_for(origin: str) -> Any:
+            def name(token_id: int) -> str:
+                found = state["names"].get(token_id)
+                if found is None and origin == "reference":
+                    found = ref_names.get(token_id)
+                return found if found is not None else handle.token_name(token_id)
+
+            return name
+
         judged = 0
         for origin, base_name, split in pairs:
             base = (
@@ -244,7 +282,7 @@ class TokenDrift(Rule):
                 notes.append(f"{label}: no verdict (no {unit} to compare)")
                 continue
             judged += 1
-            evidence = self._evidence(c, handle)
+            evidence = self._evidence(c, names_for(origin))
             public = {k: rounded(v) for k, v in c.items() if not k.startswith("_")}
             result.details["comparisons"][label] = {**public, **evidence}
             suffix = "" if origin == "train" else "_vs_reference"
@@ -269,7 +307,7 @@ class TokenDrift(Rule):
         close_comparisons(result, notes, judged)
         return result
 
-    def _evidence(self, c: dict[str, Any], handle: Any) -> dict[str, Any]:
+    def _evidence(self, c: dict[str, Any], name: Any) -> dict[str, Any]:
         terms, ids, p, q = c["_terms"], c["_ids"], c["_p"], c["_q"]
         out: dict[str, Any] = {}
         for key, mask in (("over", q > p), ("under", q < p)):
@@ -277,7 +315,7 @@ class TokenDrift(Rule):
             order = idx[np.lexsort((ids[idx], -terms[idx]))][: self.top_tokens]
             out[key] = [
                 {
-                    "token": handle.token_name(int(ids[i]))[:80],
+                    "token": name(int(ids[i]))[:_NAME_CHARS],
                     "base_share": round(float(p[i]), 6),
                     "share": round(float(q[i]), 6),
                     "js_bits": round(float(terms[i]), 6),
