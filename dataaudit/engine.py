@@ -242,6 +242,8 @@ def _absorb_identity(state: ScanState, identity: dict[str, SplitIdentity]) -> No
 
 
 _THREAD_VARS = ("POLARS_MAX_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS")
+#: bounds of the default chunk size of :func:`scan_parallel` (rows per task sent to a worker)
+MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 2048, 16384
 
 
 @contextmanager
@@ -370,8 +372,8 @@ def scan_parallel(
     if chunk_rows is None:
         # about 4 chunks per worker when the size is known, so the last chunks even out the
         # load (7 chunks on 2 workers is 4 + 3), but never tiny or huge
-        per = -(-total_rows // (4 * workers)) if total_rows else 16384
-        chunk_rows = min(16384, max(2048, per))
+        per = -(-total_rows // (4 * workers)) if total_rows else MAX_CHUNK_ROWS
+        chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, per))
 
     def chunks() -> Iterable[list[tuple[str, int, pa.RecordBatch]]]:
         """Exactly ``chunk_rows`` rows each (batches are sliced, zero-copy), but the last."""
