@@ -152,8 +152,10 @@ def audit(
         from .reference import build_reference
 
         active = [run.rule for run in state.runs if run.active]
-        ctx.options["_reference"] = build_reference(ctx.options["reference"], active, cfg, ctx)
-    engine.finish(state, ctx)
+        ctx.options["_reference"] = build_reference(
+            ctx.options["reference"], active, cfg, ctx, progress=progress
+        )
+    engine.finish(state, ctx, progress=progress)
     return Report.build(
         state, ctx, cfg, plugin_errors=plugin_errors, seconds=time.perf_counter() - t0
     )

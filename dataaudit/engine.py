@@ -80,17 +80,21 @@ def start(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> ScanState:
 
 
 class _Progress:
-    def __init__(self, enabled: bool, total: int | None):
-        self.bar = None
-        if enabled and sys.stderr.isatty():
-            try:
-                from tqdm import tqdm
+    """A ``tqdm.auto`` bar when ``enabled``: a widget in Jupyter, text on stderr elsewhere.
+    Whoever asks decides whether it shows (the CLI asks only when stderr is a terminal)."""
 
-                self.bar = tqdm(
-                    total=total, unit="rows", file=sys.stderr, desc="auditing", leave=False
-                )
-            except ImportError:  # pragma: no cover
-                self.bar = None
+    def __init__(
+        self, enabled: bool, total: int | None, desc: str = "scanning", unit: str = "rows"
+    ):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, desc=desc, leave=False, dynamic_ncols=True)
+
+    def describe(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description_str(text)
 
     def update(self, n: int) -> None:
         if self.bar is not None:
@@ -109,10 +113,12 @@ def scan(
     offsets: dict[str, int] | None = None,
     progress: bool = False,
     total_rows: int | None = None,
+    desc: str = "scanning",
 ) -> ScanState:
-    """Fold (split, batch) pairs into every active rule. ``offsets`` start row ids per split."""
+    """Fold (split, batch) pairs into every active rule. ``offsets`` start row ids per split;
+    ``desc`` names the stage on the progress bar."""
     offsets = dict(offsets or {})
-    bar = _Progress(progress, total_rows)
+    bar = _Progress(progress, total_rows, desc)
     try:
         for split, rb in batches:
             if split not in state.identity:
@@ -642,20 +648,27 @@ def _sanitize(run: RuleRun) -> None:
         run.result = None
 
 
-def finish(state: ScanState, ctx: AuditContext) -> ScanState:
+def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> ScanState:
+    """Each active rule's result from its state. Clustering, probes and classifiers run here,
+    often longer than the scan: the progress bar counts the rules and names the running one."""
     for name, ident in state.identity.items():
         if name in ctx.splits:
             ctx.splits[name].num_rows = ident.rows
-    for run in state.runs:
-        if not run.active:
-            continue
-        t0 = time.perf_counter()
-        try:
-            run.result = run.rule.finish(run.state, ctx)
-        except Exception as exc:
-            run.error = _error_message(exc)
-        else:
-            _sanitize(run)
-        run.seconds += time.perf_counter() - t0
-        run.state = None  # free memory: the result is all the report needs
+    active = [run for run in state.runs if run.active]
+    bar = _Progress(progress, len(active), "finishing", unit="rules")
+    try:
+        for run in active:
+            bar.describe(f"finishing {run.rule.code} ({run.rule.name})")
+            t0 = time.perf_counter()
+            try:
+                run.result = run.rule.finish(run.state, ctx)
+            except Exception as exc:
+                run.error = _error_message(exc)
+            else:
+                _sanitize(run)
+            run.seconds += time.perf_counter() - t0
+            run.state = None  # free memory: the result is all the report needs
+            bar.update(1)
+    finally:
+        bar.close()
     return state

@@ -53,7 +53,12 @@ def is_saved_report(reference: Any) -> dict[str, Any] | None:
 
 
 def build_reference(
-    reference: Any, rules: list[Rule], config: AuditConfig, ctx: AuditContext
+    reference: Any,
+    rules: list[Rule],
+    config: AuditConfig,
+    ctx: AuditContext,
+    *,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """``{code: sketch}`` of the reference for the reference-aware rules among ``rules``.
 
@@ -79,11 +84,11 @@ def build_reference(
                 }
             )
         return out
-    return _scan_reference(reference, aware, config, ctx)
+    return _scan_reference(reference, aware, config, ctx, progress)
 
 
 def _scan_reference(
-    reference: Any, rules: list[Rule], config: AuditConfig, ctx: AuditContext
+    reference: Any, rules: list[Rule], config: AuditConfig, ctx: AuditContext, progress: bool
 ) -> dict[str, Any]:
     from . import engine
     from .context import AuditContext
@@ -116,7 +121,16 @@ def _scan_reference(
         options=options,
     )
     state = engine.start([(r, r.severity) for r in rules], rctx)
-    engine.scan(state, corpus.stream(config.batch_size), rctx)
+    known = [s.num_rows for s in corpus.splits.values()]
+    total = sum(known) if None not in known and corpus.split_column is None else None
+    engine.scan(
+        state,
+        corpus.stream(config.batch_size),
+        rctx,
+        progress=progress,
+        total_rows=total,
+        desc="scanning the reference",
+    )
     if ctx.input_log is not None:  # what could not be read in the reference is reported too
         ctx.input_log.absorb(corpus.log, split_prefix="reference ")
     out: dict[str, Any] = {}
