@@ -53,9 +53,16 @@ class ScanState:
     stopped: str | None = None
 
 
+#: what a rule's own code may raise without ending the audit: any exception, and sys.exit()
+#: (a plugin must not end the audit or choose its exit code); Ctrl-C still stops everything
+RULE_FAILURES = (Exception, SystemExit)
+
+
 def _error_message(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    if isinstance(exc, SystemExit):
+        return f"the rule called sys.exit({exc.code!r}){where}"
     return f"{type(exc).__name__}: {exc}{where}"
 
 
@@ -65,7 +72,7 @@ def _start_run(run: RuleRun, ctx: AuditContext) -> None:
         run.skipped = run.rule.skip_reason(ctx)
         if run.skipped is None:
             run.state = run.rule.start(ctx)
-    except Exception as exc:
+    except RULE_FAILURES as exc:
         run.skipped, run.error = None, _error_message(exc)
     run.seconds += time.perf_counter() - t0
 
@@ -135,7 +142,7 @@ def scan(
                 t0 = time.perf_counter()
                 try:
                     run.state = run.rule.update(run.state, batch)
-                except Exception as exc:
+                except RULE_FAILURES as exc:
                     run.error = _error_message(exc)
                     run.state = None
                 run.seconds += time.perf_counter() - t0
@@ -234,7 +241,7 @@ def _absorb(state: ScanState, part: ScanState) -> None:
             continue
         try:
             run.state = run.rule.merge(run.state, other_state)
-        except Exception as exc:
+        except RULE_FAILURES as exc:
             run.error, run.state = _error_message(exc), None
         run.seconds += time.perf_counter() - t0
     _absorb_identity(state, part.identity)
@@ -460,7 +467,7 @@ def merge_scans(a: ScanState, b: ScanState) -> ScanState:
         if run.active:
             try:
                 run.state = ra.rule.merge(ra.state, rb.state)
-            except Exception as exc:
+            except RULE_FAILURES as exc:
                 run.error = _error_message(exc)
         runs.append(run)
     identity = dict(a.identity)
@@ -662,7 +669,7 @@ def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> Sc
             t0 = time.perf_counter()
             try:
                 run.result = run.rule.finish(run.state, ctx)
-            except Exception as exc:
+            except RULE_FAILURES as exc:
                 run.error = _error_message(exc)
             else:
                 _sanitize(run)

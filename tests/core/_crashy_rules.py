@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 
 from dataaudit.rule import Rule, RuleResult
@@ -44,11 +45,14 @@ class Raises(CountRows):
     code = "RAISE001"
     name = "test.raises"
 
-    def __init__(self, where: str = "update"):
+    def __init__(self, where: str = "update", how: str = "raise"):
         self.where = where
+        self.how = how
 
     def _maybe(self, method: str) -> None:
         if self.where == method:
+            if self.how == "exit":  # a plugin that calls sys.exit(0): must not pass the gate
+                sys.exit(0)
             raise RuntimeError(f"kaboom in {method}")
 
     def skip_reason(self, ctx):

@@ -242,6 +242,22 @@ def test_a_rule_that_raises_is_an_error_and_the_others_still_run(register, where
     assert not report.passed
 
 
+@pytest.mark.parametrize("where, workers", [("update", 1), ("finish", 1), ("update", 2)])
+def test_a_rule_that_calls_sys_exit_is_an_error_not_the_audits_exit(register, where, workers):
+    register(crashy.Raises, crashy.CountRows)
+    report = audit(
+        ROWS * 100,
+        select=["RAISE001", "OKAY001"],
+        rules={"RAISE001": {"where": where, "how": "exit"}},
+        workers=workers,
+        batch_size=500,
+    )
+    assert report.status("RAISE001") == "error"
+    assert "the rule called sys.exit(0)" in report.result("RAISE001")["message"]
+    assert report.metric("OKAY001", "rows") == len(ROWS) * 100
+    assert not report.passed
+
+
 # -- what cannot travel between worker processes --------------------------------------------------
 
 
