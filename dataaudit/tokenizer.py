@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, close_matches
+from .hub import hub_reachable as _hub_reachable
 
 __all__ = [
     "WORDS_KEY",
@@ -248,7 +249,7 @@ def _from_name(text: str) -> TokenizerHandle:
     cached = _cached_hub_file(text)
     if cached is not None:
         return _from_tokenizer(Tokenizer.from_file(cached), text)
-    if os.environ.get("HF_HUB_OFFLINE") or not _hub_reachable():
+    if not _hub_reachable():
         # fail in milliseconds with the fix, instead of half a minute of retries
         raise TokenizerError(
             f"tokenizer: {text!r} is not in the local Hugging Face cache (nor a local file: no "
@@ -306,16 +307,6 @@ def _cached_hub_file(repo: str) -> str | None:
         return hf_hub_download(repo, "tokenizer.json", local_files_only=True)
     except Exception:
         return None
-
-
-def _hub_reachable(host: str = "huggingface.co") -> bool:
-    import socket
-
-    try:
-        socket.getaddrinfo(host, 443)
-        return True
-    except OSError:
-        return False
 
 
 def get_handle(key: str) -> TokenizerHandle:
