@@ -367,11 +367,18 @@ def load_corpus(
     )
     if not corpus_roles.has("text") and not corpus_roles.label:
         names = column_names(schema)
+        typed = [  # a column named like text whose values are not strings
+            f"{n!r} holds {schema.field(n).type} values, not strings"
+            for n in names
+            if n.lower() in ROLE_HINTS["text"] + ROLE_HINTS["messages"]
+        ]
         raise InputError(
             "found no text column to audit (looked for "
             + ", ".join(ROLE_HINTS["text"][:4])
-            + ", messages, prompt/response). Available columns: "
-            + ", ".join(names)
+            + ", messages, prompt/response)"
+            + (f": {'; '.join(typed)}" if typed else "")
+            + ". Available columns: "
+            + ", ".join(f"{n} ({schema.field(n).type})" for n in names)
             + ". Name it with text=COLUMN (CLI: --text COLUMN)."
         )
     return corpus
