@@ -14,11 +14,15 @@ __version__ = "0.1.0"
 __all__ = [
     "AuditConfig",
     "DataAuditError",
+    "Direction",
     "Finding",
+    "Flag",
+    "Metric",
     "Report",
     "Rule",
     "RuleResult",
     "Severity",
+    "Status",
     "__version__",
     "audit",
     "diff",
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from .errors import DataAuditError
     from .report import Report
     from .report.diff import diff
-    from .rule import Finding, Rule, RuleResult, Severity
+    from .rule import Direction, Finding, Flag, Metric, Rule, RuleResult, Severity, Status
 
 _LAZY = {
     "audit": ("api", "audit"),
@@ -42,6 +46,10 @@ _LAZY = {
     "RuleResult": ("rule", "RuleResult"),
     "Finding": ("rule", "Finding"),
     "Severity": ("rule", "Severity"),
+    "Status": ("rule", "Status"),
+    "Direction": ("rule", "Direction"),
+    "Flag": ("rule", "Flag"),
+    "Metric": ("rule", "Metric"),
 }
 
 

@@ -11,14 +11,16 @@ from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
 from .corpus import ROLE_NAMES, load_corpus
 from .errors import ConfigError, close_matches
-from .registry import RuleSet, load_rules, required_codes, select_rules
+from .registry import RuleSet, load_rules, required_codes, select_rules, with_extra_rules
 from .report import Report
 from .rule import Rule, Severity
 
 
-def resolve_rules(config: AuditConfig) -> tuple[list[tuple[Rule, Severity]], list[str]]:
+def resolve_rules(
+    config: AuditConfig, extra_rules: list[type[Rule]] | None = None
+) -> tuple[list[tuple[Rule, Severity]], list[str]]:
     """The selected rules, built from their options, and any plugin errors."""
-    ruleset = load_rules()
+    ruleset = with_extra_rules(load_rules(), extra_rules)
     for code in config.rules:
         if code.upper() not in ruleset.rules and code not in ruleset.by_name():
             known = list(ruleset.rules)
@@ -71,6 +73,7 @@ def audit(
     on_bad_lines: str | None = None,
     require_rules: list[str] | str | None = None,
     require_roles: list[str] | str | None = None,
+    extra_rules: list[type[Rule]] | None = None,
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -83,6 +86,8 @@ def audit(
     ``on_bad_lines="skip"`` skips records that cannot be read (INPUT001 lists each) instead of
     stopping at the first. ``require_rules`` (selectors) fail the gate unless those rules ran;
     ``require_roles`` are column roles the data must have (InputError before the scan).
+    ``extra_rules``: Rule classes to run in this audit as if installed (select them by code,
+    prefix or group like any rule; with ``workers`` > 1 they must live in an importable module).
     """
     t0 = time.perf_counter()
     unknown = sorted(set(columns) - set(ROLE_NAMES))
@@ -113,7 +118,7 @@ def audit(
         require_rules=require_rules,
         require_roles=require_roles,
     )
-    built, plugin_errors = resolve_rules(cfg)
+    built, plugin_errors = resolve_rules(cfg, extra_rules)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=cfg.on_bad_lines)
     check_required_roles(cfg, corpus)
     ctx = AuditContext.from_corpus(

@@ -141,6 +141,42 @@ def load_rules() -> RuleSet:
     return ruleset
 
 
+def with_extra_rules(ruleset: RuleSet, classes: list[type[Rule]] | None) -> RuleSet:
+    """``ruleset`` plus rule classes passed to one audit (``audit(..., extra_rules=[...])``): a
+    rule runs without packaging an entry point. Checked as plugins are (a code of 2-5 capital
+    letters and 3 digits, not a built-in's or a plugin's prefix); the shared ruleset is not
+    changed."""
+    if not classes:
+        return ruleset
+    out = RuleSet(dict(ruleset.rules), dict(ruleset.origin), list(ruleset.plugin_errors))
+    owners = {prefix_of(code): origin for code, origin in ruleset.origin.items()}
+    for cls in classes:
+        if not (inspect.isclass(cls) and issubclass(cls, Rule)):
+            raise ConfigError(
+                f"extra_rules: {cls!r} is not a Rule subclass; pass the classes themselves, "
+                "e.g. extra_rules=[MyRule]."
+            )
+        try:
+            cls.validate_class()
+        except PluginError as exc:
+            raise ConfigError(f"extra_rules: {exc}") from None
+        if out.rules.get(cls.code, cls) is not cls:
+            raise ConfigError(
+                f"extra_rules: {cls.code} is already the code of "
+                f"{out.rules[cls.code].__qualname__} ({out.origin[cls.code]}); choose another code."
+            )
+        owner = owners.get(prefix_of(cls.code))
+        if owner is not None and owner != "extra_rules":
+            raise ConfigError(
+                f"extra_rules: {cls.code} uses the code prefix {prefix_of(cls.code)}, which belongs "
+                f"to {owner}; give your rules a prefix of their own (2-5 capital letters)."
+            )
+        owners[prefix_of(cls.code)] = "extra_rules"
+        out.rules[cls.code] = cls
+        out.origin[cls.code] = "extra_rules"
+    return out
+
+
 def _specificity(selector: str, cls: type[Rule]) -> int | None:
     """How specifically ``selector`` names ``cls`` (higher wins), or None if it does not."""
     if selector == "ALL":
