@@ -23,6 +23,7 @@ from .inputs.hf import hf_split
 from .inputs.jsonl import read_in_one_block
 from .inputs.notes import InputLog
 from .inputs.paths import path_splits
+from .inputs.probes import is_hf_dataset, is_hf_dataset_dict
 from .inputs.roles import (
     ROLE_HINTS,
     ROLE_NAMES,
@@ -218,12 +219,11 @@ def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, Spl
                 out[k] = v
         return out
     cls = type(obj).__name__
-    if type(obj).__module__.split(".")[0] == "datasets":
-        if cls in ("DatasetDict", "IterableDatasetDict"):
-            return {str(k): hf_split(str(k), v, reading.log) for k, v in obj.items()}
-        if cls in ("Dataset", "IterableDataset"):
-            split_name = str(getattr(obj, "split", None) or name)
-            return {split_name: hf_split(split_name, obj, reading.log)}
+    if is_hf_dataset_dict(obj):
+        return {str(k): hf_split(str(k), v, reading.log) for k, v in obj.items()}
+    if is_hf_dataset(obj):
+        split_name = str(getattr(obj, "split", None) or name)
+        return {split_name: hf_split(split_name, obj, reading.log)}
     lazy = lazy_frame_split(name, obj)
     if lazy is not None:
         return {name: lazy}

@@ -13,6 +13,7 @@ from ..readers import table_batches
 from ..rule import Severity
 from .jsonl import SURROGATES_REPLACED
 from .notes import InputLog
+from .probes import is_pandas_frame, is_polars_frame, is_polars_lazy
 from .records import iter_records
 from .source import SplitSource
 
@@ -52,7 +53,6 @@ def records_table(records: list[dict[str, Any]], what: str, log: InputLog) -> pa
 
 def to_table(obj: Any, what: str, log: InputLog) -> pa.Table | None:
     """In-memory tabular objects → Arrow table; None if ``obj`` is not one of them."""
-    module = type(obj).__module__.split(".")[0]
     if isinstance(obj, pa.Table):
         return obj
     if isinstance(obj, Mapping):
@@ -68,12 +68,9 @@ def to_table(obj: Any, what: str, log: InputLog) -> pa.Table | None:
             ) from None
     if isinstance(obj, pa.RecordBatch):
         return pa.Table.from_batches([obj])
-    if module == "polars":
-        import polars as pl
-
-        if isinstance(obj, pl.DataFrame):
-            return obj.to_arrow()
-    if module == "pandas" and type(obj).__name__ == "DataFrame":
+    if is_polars_frame(obj):
+        return obj.to_arrow()
+    if is_pandas_frame(obj):
         if not obj.columns.is_unique:
             dupes = sorted({str(c) for c in obj.columns[obj.columns.duplicated()]})
             raise InputError(
@@ -116,7 +113,7 @@ def unify(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
 def lazy_frame_split(name: str, frame: Any) -> SplitSource | None:
     """A polars LazyFrame, streamed: its query runs once per pass, batch by batch, never
     collected whole (None when ``frame`` is not one)."""
-    if type(frame).__module__.split(".")[0] != "polars" or type(frame).__name__ != "LazyFrame":
+    if not is_polars_lazy(frame):
         return None
     import polars as pl
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from .frames import repair_sink
 from .notes import InputLog
+from .probes import is_hf_iterable
 from .source import SplitSource
 
 __all__ = ["hf_split"]
@@ -25,8 +26,7 @@ __all__ = ["hf_split"]
 
 def hf_split(name: str, ds: Any, log: InputLog) -> SplitSource:
     """A datasets.Dataset (respecting select/shuffle indices) or IterableDataset, streamed."""
-    cls = type(ds).__name__
-    if cls == "IterableDataset":
+    if is_hf_iterable(ds):
         from .records import records_to_batch
 
         sink = repair_sink(log, f"IterableDataset[{name}]")
