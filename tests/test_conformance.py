@@ -1,65 +1,97 @@
-"""Every registered rule passes the shared conformance suite (dataaudit.testing)."""
+"""Every registered rule passes the shared conformance suite (dataaudit.testing), given what
+it needs (a tokenizer, a reference, a benchmark file, options), on data that makes it fire.
+
+No check may skip unless listed in EXPECTED_SKIPS with its reason, and no rule may pass its
+data checks on a result without findings: a check that compares two empty verdicts proves
+nothing.
+"""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from dataaudit.registry import load_rules
 from dataaudit.rule import Rule
-from dataaudit.testing import CHECKS, check_rule
+from dataaudit.testing import (
+    CHECKS,
+    Case,
+    ConformanceSkip,
+    sample_contamination,
+    sample_data,
+    sample_reference,
+)
 
 RULES = sorted(load_rules().rules.values(), key=lambda c: c.code)
 
+#: what the sample data needs besides rows for these rules to fire
+OPTIONS = {
+    "LEN001": {"max_seq_len": 64},
+    "MIX001": {"recipe": {"web": 0.5, "books": 0.3, "code": 0.2}},
+}
+#: checks that cannot apply to a rule, and why; any other skip fails the test
+EXPECTED_SKIPS = {("INPUT001", "options_stored_verbatim"): "the rule has no options"}
+#: contract breaks known today, each with its reason (strict: a fix fails until removed here)
+EXPECTED_FAILURES = {
+    ("LEAK002", "start_does_no_io"): (
+        "LEAK002 reads its contamination_ref files in start(), once per chunk with workers; "
+        "they should be read once by audit() and reach the rule through the context (issue 11, "
+        "typed resources)"
+    ),
+}
 
-@pytest.mark.parametrize("check", sorted(CHECKS))
+
+def _train_bpe(texts: list[str]):
+    """A tiny BPE with an [UNK] token trained in-process on the sample's train text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"], min_frequency=2)
+    tok.train_from_iterator(texts, trainer)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> dict[str, Case]:
+    data = sample_data()
+    # the row with a lone surrogate cannot be encoded for training (the audit repairs it)
+    texts = [r["text"] for r in data["train"] if r["text"].isprintable() and r["text"].strip()]
+    bench = tmp_path_factory.mktemp("bench") / "bench.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in sample_contamination(data)))
+    resources = dict(
+        tokenizer=_train_bpe(texts), reference=sample_reference(), contamination_ref=[bench]
+    )
+    return {cls.code: Case(cls, OPTIONS.get(cls.code), **resources) for cls in RULES}
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
 @pytest.mark.parametrize("rule_cls", RULES, ids=lambda c: c.code)
-def test_rule_conformance(rule_cls: type[Rule], check: str) -> None:
-    CHECKS[check](rule_cls)
+def test_rule_conformance(
+    cases: dict[str, Case], rule_cls: type[Rule], check: str, request: pytest.FixtureRequest
+) -> None:
+    key = (rule_cls.code, check)
+    if key in EXPECTED_FAILURES:
+        request.applymarker(
+            pytest.mark.xfail(reason=EXPECTED_FAILURES[key], raises=AssertionError, strict=True)
+        )
+    try:
+        CHECKS[check](cases[rule_cls.code])
+    except ConformanceSkip as skip:
+        assert EXPECTED_SKIPS.get(key) == skip.reason, f"{key} skipped: {skip.reason}"
+        pytest.skip(skip.reason)
+    assert key not in EXPECTED_SKIPS, f"{key} was expected to skip, but the check ran"
 
 
-def test_suite_catches_a_rule_that_breaks_the_contract() -> None:
-    """The suite must fail a rule whose shards do not merge into one pass."""
-    from dataaudit.rule import RuleResult
-
-    class Broken(Rule):
-        """Counts rows, but merge drops the second shard.
-
-        What it does: counts. Why it matters: tests. Example: none. Options: none.
-        """
-
-        code = "ZZZ001"
-        name = "test.broken"
-        requires = ()
-
-        def start(self, ctx):
-            return 0
-
-        def update(self, state, batch):
-            return state + batch.num_rows
-
-        def merge(self, a, b):
-            return a  # wrong
-
-        def finish(self, state, ctx):
-            r = RuleResult()
-            r.metric("rows", state)
-            return r
-
-    with pytest.raises(AssertionError, match="merge"):
-        check_rule(Broken)
+@pytest.mark.parametrize("rule_cls", RULES, ids=lambda c: c.code)
+def test_rule_fires_on_the_sample_data(cases: dict[str, Case], rule_cls: type[Rule]) -> None:
+    """The data checks compare results that hold findings, not two empty verdicts."""
+    result = cases[rule_cls.code].verdict()
+    assert result.findings, f"{rule_cls.code} found nothing in the sample data"
 
 
-def test_suite_catches_an_option_not_stored_verbatim() -> None:
-    from dataaudit.rules.content.extreme_length import ExtremeLength
-
-    class Copying(ExtremeLength):
-        """What it does: x. Why it matters: x. Example: x. Options: x."""
-
-        code = "ZZZ002"
-
-        def __init__(self, max_chars: int = 100_000, min_chars: int = 3):
-            self.max_chars = int(str(max_chars)) + 0 if max_chars > 10**9 else max_chars
-            self.min_chars = [min_chars]  # not verbatim
-
-    with pytest.raises(AssertionError, match="verbatim"):
-        check_rule(Copying)
+def test_the_sample_data_is_deterministic() -> None:
+    assert sample_data(seed=3) == sample_data(seed=3)
+    assert sample_data(seed=3) != sample_data(seed=4)
+    assert sample_data("chat") == sample_data("chat")

@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..context import AuditContext
 from ..features import Batch
 from ..rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ._origin import check_origin, state_origin
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,11 @@ class RowCheckRule(Rule):
 
     # -- state: {"limit": (examples, chars), "splits": {split: {"rows": n, "cats": {key: {...}}}}}
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"limit": (ctx.max_examples, ctx.example_chars), "splits": {}}
+        return {
+            "origin": state_origin(self, ctx),
+            "limit": (ctx.max_examples, ctx.example_chars),
+            "splits": {},
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         max_examples, chars = state["limit"]
@@ -73,8 +78,9 @@ class RowCheckRule(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         max_examples = a["limit"][0]
-        out: dict[str, Any] = {"limit": a["limit"], "splits": {}}
+        out: dict[str, Any] = {"origin": a.get("origin"), "limit": a["limit"], "splits": {}}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
             sa = a["splits"].get(name, {"rows": 0, "cats": {}})
             sb = b["splits"].get(name, {"rows": 0, "cats": {}})

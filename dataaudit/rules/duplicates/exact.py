@@ -9,6 +9,7 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._origin import check_origin, state_origin
 from ._common import (
     append,
     cat,
@@ -60,7 +61,7 @@ class ExactDuplicates(Rule):
             raise ValueError(f"max_findings={self.max_findings}: must be >= 0")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"chars": ctx.example_chars, "splits": {}}
+        return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         cols = {
@@ -75,6 +76,7 @@ class ExactDuplicates(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         return merge_splits(a, b)
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:

@@ -11,6 +11,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, near_duplicate_pairs, s_curve
 from ...sketches.minhash import ShingleSets, pair_jaccard
+from .._origin import check_origin, state_origin
 from ._common import (
     append,
     cat,
@@ -140,7 +141,7 @@ class NearDuplicates(Rule):
             raise ValueError(f"bands*rows = {self.bands}*{self.rows} exceeds num_perm")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"chars": ctx.example_chars, "splits": {}}
+        return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         cols = minhash_columns(self, batch, state["chars"])
@@ -152,6 +153,7 @@ class NearDuplicates(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         return merge_splits(a, b)
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:

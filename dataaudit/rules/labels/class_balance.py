@@ -11,6 +11,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...reference import match_reference_split, pair_label, reference_sketch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._origin import check_origin, state_origin
 from . import _common, _conflicts
 from .likely_mislabels import run_probe
 
@@ -145,6 +146,7 @@ class ClassBalance(Rule):
     # -- state ----------------------------------------------------------------------------------
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
+            "origin": state_origin(self, ctx),
             "seed": ctx.seed,
             "limit": ctx.max_examples,
             "splits": {},
@@ -172,6 +174,7 @@ class ClassBalance(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         splits = {}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
             sa = a["splits"].get(name)
@@ -195,6 +198,7 @@ class ClassBalance(Rule):
                 "odd": (sa["odd"] + sb["odd"])[: a["limit"]],
             }
         return {
+            "origin": a.get("origin"),
             "seed": a["seed"],
             "limit": a["limit"],
             "splits": splits,

@@ -9,6 +9,7 @@ from typing import Any
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._origin import check_origin, state_origin
 from . import _conflicts
 
 
@@ -92,13 +93,15 @@ class ConflictingLabels(Rule):
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         mode = self._mode(ctx)
         near = bool(self.near_duplicates) and mode == "label" and _lsh_available()
-        return _conflicts.start(mode, snippets=ctx.example_chars, near=near)
+        state = _conflicts.start(mode, snippets=ctx.example_chars, near=near)
+        return {**state, "origin": state_origin(self, ctx)}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         return _conflicts.update(state, batch)
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        return _conflicts.merge(a, b)
+        check_origin(self, a, b)
+        return {**_conflicts.merge(a, b), "origin": a.get("origin")}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         mode = state["mode"]

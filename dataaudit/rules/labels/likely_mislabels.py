@@ -11,6 +11,7 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._origin import check_origin, state_origin
 from . import _common, _probe
 
 
@@ -150,14 +151,19 @@ class LikelyMislabels(Rule):
                 raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"seed": ctx.seed, "sample": _common.sample_start(self.max_rows)}
+        return {
+            "origin": state_origin(self, ctx),
+            "seed": ctx.seed,
+            "sample": _common.sample_start(self.max_rows),
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         _common.sample_update(state["sample"], batch, state["seed"], max_chars=self.max_chars)
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        return {"seed": a["seed"], "sample": _common.sample_merge(a["sample"], b["sample"])}
+        check_origin(self, a, b)
+        return {**a, "sample": _common.sample_merge(a["sample"], b["sample"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         items = state["sample"]["items"]

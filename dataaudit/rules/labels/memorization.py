@@ -9,6 +9,7 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._origin import check_origin, state_origin
 from . import _common, _probe
 from .likely_mislabels import sklearn_missing
 
@@ -65,6 +66,7 @@ class Memorization(Rule):
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
+            "origin": state_origin(self, ctx),
             "seed": ctx.seed,
             "train": ctx.train_split(),
             "sample": _common.sample_start(self.sample_rows),
@@ -83,6 +85,7 @@ class Memorization(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         return {**a, "sample": _common.sample_merge(a["sample"], b["sample"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:

@@ -16,6 +16,7 @@ from ...features.normalize import normalize_array
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles, shingle
 from ...sketches.ngram_index import NgramIndex
+from .._origin import check_origin, state_origin
 from ..duplicates._common import append, merge_splits
 
 NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
@@ -178,6 +179,7 @@ class NgramContamination(Rule):
             )
         bits = max(64, int(self.bloom_mb) * 8 * 1024 * 1024)
         return {
+            "origin": state_origin(self, ctx),
             "train": ctx.train_split(),
             "index": NgramIndex(int(self.max_index_ngrams), bits),
             "refs": refs,
@@ -227,6 +229,7 @@ class NgramContamination(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         out = merge_splits(a, b)
         out["index"] = a["index"].merge(b["index"])
         out["hits"] = a["hits"] + b["hits"]

@@ -11,6 +11,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
+from .._origin import check_origin, state_origin
 from ..duplicates._common import append, cat, key_hex, merge_splits, texts
 from ..duplicates.near import check_minhash_options, minhash_columns
 
@@ -86,13 +87,14 @@ class TrainEvalOverlap(Rule):
         return out
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"chars": ctx.example_chars, "splits": {}}
+        return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         return merge_splits(a, b)
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:

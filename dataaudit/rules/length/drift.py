@@ -13,6 +13,7 @@ from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...stats import ks_binned, psi, quantile_groups, wasserstein_binned
 from ...tokenizer import tokenizer_for
+from .._origin import check_origin, state_origin
 
 
 class LengthDrift(Rule):
@@ -81,7 +82,13 @@ class LengthDrift(Rule):
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
-        return {"tok": tok.key, "unit": tok.unit, "splits": {}, "kinds": {}}
+        return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
+            "tok": tok.key,
+            "unit": tok.unit,
+            "splits": {},
+            "kinds": {},
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         lengths = batch.feature("token_lengths", tokenizer=state["tok"])
@@ -91,6 +98,7 @@ class LengthDrift(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         splits = dict(a["splits"])
         for name, h in b["splits"].items():
             splits[name] = splits[name].merge(h) if name in splits else h

@@ -12,6 +12,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...tokenizer import tokenizer_for
+from .._origin import check_origin, state_origin
 
 
 def _top(
@@ -86,6 +87,7 @@ class LengthOutliers(Rule):
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
         return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
             "limit": (ctx.max_examples, ctx.example_chars),
@@ -131,6 +133,7 @@ class LengthOutliers(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         max_examples = a["limit"][0]
         out = {**a, "splits": {}}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:

@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...tokenizer import tokenizer_for
+from .._origin import check_origin, state_origin
 
 
 class Truncation(Rule):
@@ -70,6 +71,7 @@ class Truncation(Rule):
         roles = ctx.roles
         has_prompt = not roles.text and bool(roles.messages or (roles.prompt and roles.response))
         return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
             "prompt": has_prompt,
@@ -125,6 +127,7 @@ class Truncation(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         max_examples = a["limit"][0]
         out = {**a, "splits": {}}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:

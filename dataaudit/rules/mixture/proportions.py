@@ -16,6 +16,7 @@ from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...stats import chi2_contingency
 from ...tokenizer import tokenizer_for
+from .._origin import check_origin, state_origin
 
 NO_SOURCE = "(no source)"
 
@@ -110,7 +111,13 @@ class MixtureProportions(Rule):
                 "name it with source=COLUMN (--column source=COLUMN) or remove the recipe."
             )
         tok = tokenizer_for(ctx)
-        return {"tok": tok.key, "unit": tok.unit, "splits": {}, "kinds": {}}
+        return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
+            "tok": tok.key,
+            "unit": tok.unit,
+            "splits": {},
+            "kinds": {},
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         col = batch.role("source")
@@ -147,6 +154,7 @@ class MixtureProportions(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         splits: dict[str, Any] = {}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
             sa, sb = a["splits"].get(name, {}), b["splits"].get(name, {})

@@ -12,6 +12,7 @@ from ...features import Batch
 from ...reference import close_comparisons, comparison_plan, pair_label
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...stats import auc_confidence_interval
+from .._origin import check_origin, state_origin
 from ._sample import BottomK
 
 _KEEP_CHARS = 1000
@@ -87,7 +88,7 @@ class DomainShift(Rule):
         return None
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"seed": ctx.seed, "splits": {}, "kinds": {}}
+        return {"origin": state_origin(self, ctx), "seed": ctx.seed, "splits": {}, "kinds": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         sample = state["splits"].get(batch.split)
@@ -98,6 +99,7 @@ class DomainShift(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         splits = dict(a["splits"])
         for name, s in b["splits"].items():
             splits[name] = splits[name].merge(s) if name in splits else s

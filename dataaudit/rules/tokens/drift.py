@@ -13,6 +13,7 @@ from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import CountVector
 from ...stats import js_divergence, js_terms
 from ...tokenizer import get_handle, tokenizer_for
+from .._origin import check_origin, state_origin
 
 
 def half_of(rows: np.ndarray, seed: int) -> np.ndarray:
@@ -98,6 +99,7 @@ class TokenDrift(Rule):
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
         return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
             "size": tok.vocab_size,
@@ -134,6 +136,7 @@ class TokenDrift(Rule):
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         splits = {}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
             sa, sb = a["splits"].get(name), b["splits"].get(name)

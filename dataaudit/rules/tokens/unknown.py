@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...tokenizer import get_handle, tokenizer_for
+from .._origin import check_origin, state_origin
 
 
 class UnknownTokens(Rule):
@@ -64,7 +65,12 @@ class UnknownTokens(Rule):
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         tok = tokenizer_for(ctx)
-        return {"tok": tok.key, "limit": (ctx.max_examples, ctx.example_chars), "splits": {}}
+        return {
+            "origin": state_origin(self, ctx, tokenizer=tok.key),
+            "tok": tok.key,
+            "limit": (ctx.max_examples, ctx.example_chars),
+            "splits": {},
+        }
 
     @staticmethod
     def _empty() -> dict[str, Any]:
@@ -112,6 +118,7 @@ class UnknownTokens(Rule):
         return sorted(items, key=lambda t: (-t[0], t[1]))[:k]
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
         k = a["limit"][0]
         out = {**a, "splits": {}}
         for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:

@@ -34,7 +34,8 @@ class ShoutingText(Rule):
         self.min_letters = min_letters
 
     def start(self, ctx):
-        return []
+        # the option travels with the state, so merge can refuse a state built with another
+        return {"min_letters": self.min_letters, "rows": []}
 
     def update(self, state, batch):
         text = batch.text
@@ -43,17 +44,21 @@ class ShoutingText(Rule):
         )
         longer = pc.fill_null(pc.greater_equal(pc.utf8_length(text), self.min_letters), False)
         hits = np.flatnonzero(np.asarray(upper) & np.asarray(longer.to_numpy(zero_copy_only=False)))
-        return state + [(batch.split, int(i + batch.offset)) for i in hits]
+        state["rows"] += [(batch.split, int(i + batch.offset)) for i in hits]
+        return state
 
     def merge(self, a, b):
-        return a + b
+        if a["min_letters"] != b["min_letters"]:
+            raise ValueError("FAKE001: cannot merge states built with different min_letters")
+        return {**a, "rows": a["rows"] + b["rows"]}
 
     def finish(self, state, ctx):
+        rows = state["rows"]
         result = RuleResult()
-        result.metric("shouting_rows", len(state), "lower")
-        if state:
+        result.metric("shouting_rows", len(rows), "lower")
+        if rows:
             result.findings.append(
-                Finding(f"{len(state)} rows shout", key="shouting", count=len(state))
+                Finding(f"{len(rows)} rows shout", key="shouting", count=len(rows))
             )
         return result
 

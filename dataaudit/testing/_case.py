@@ -1,0 +1,209 @@
+"""A rule class with its options, and the data and resources the checks run it on.
+
+The data is read once; every check folds the same batches (re-cut to the batch size it needs)
+into fresh contexts, so what the readers note (INPUT001) and what a reference adds are the same
+for every run. Resources are what ``audit()`` would hand the rule: a tokenizer, a reference
+(its sketches, built once), contamination files.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..context import AuditContext
+from ..corpus import Corpus, load_corpus
+from ..features import Batch
+from ..rule import Rule, RuleResult
+from ._data import sample_data
+
+__all__ = ["Case", "ConformanceSkip"]
+
+Batches = list[tuple[str, int, pa.RecordBatch]]
+
+
+class ConformanceSkip(Exception):
+    """A check that cannot apply to this rule or data; the message says why (never silent)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Case:
+    """What :func:`check_rule` checks: ``cls(**options)`` on ``data`` with the resources."""
+
+    def __init__(
+        self,
+        cls: type[Rule],
+        options: Mapping[str, Any] | None = None,
+        *,
+        data: Any = None,
+        kind: str | None = None,
+        columns: Mapping[str, str] | None = None,
+        tokenizer: Any = None,
+        reference: Any = None,
+        contamination_ref: Sequence[str | os.PathLike[str]] | str | None = None,
+        seed: int = 0,
+    ):
+        self.cls = cls
+        self.options = dict(options or {})
+        self.data, self.kind, self.columns = data, kind, dict(columns or {})
+        self.tokenizer, self.reference, self.seed = tokenizer, reference, seed
+        if isinstance(contamination_ref, (str, os.PathLike)):
+            contamination_ref = [contamination_ref]
+        self.contamination_ref = [os.fspath(p) for p in contamination_ref or []]
+        self._loaded: tuple[Corpus, dict[str, pa.Table], Any] | None = None
+        self._contexts: dict[tuple[int, bool], AuditContext] = {}
+        self._one_pass: dict[int, RuleResult] = {}
+
+    @property
+    def code(self) -> str:
+        return self.cls.code
+
+    def rule(self, **overrides: Any) -> Rule:
+        return self.cls(**{**self.options, **overrides})
+
+    # -- data -----------------------------------------------------------------------------------
+    def _load(self) -> tuple[Corpus, dict[str, pa.Table], Any]:
+        if self._loaded is None:
+            if self.data is not None:
+                candidates = [load_corpus(self.data, roles=self.columns or None)]
+            else:
+                kinds = [self.kind] if self.kind else ["classification", "chat"]
+                candidates = [load_corpus(sample_data(k, self.seed)) for k in kinds]
+            corpus = candidates[0]
+            for candidate in candidates:  # the first sample the rule can run on
+                if self.rule().skip_reason(self._bare_context(candidate)) is None:
+                    corpus = candidate
+                    break
+            tables: dict[str, list[pa.RecordBatch]] = {}
+            for split, rb in corpus.stream(64):  # read once: the input log is noted once
+                tables.setdefault(split, []).append(rb)
+            self._loaded = (
+                corpus,
+                {s: pa.Table.from_batches(b).combine_chunks() for s, b in tables.items()},
+                corpus.log,
+            )
+        return self._loaded
+
+    def batches(self, size: int) -> Batches:
+        """(split, offset, batch) of every split in input order, ``size`` rows per batch."""
+        out: Batches = []
+        for split, table in self._load()[1].items():
+            offset = 0
+            for rb in table.to_batches(max_chunksize=size):
+                out.append((split, offset, rb))
+                offset += rb.num_rows
+        return out
+
+    @staticmethod
+    def counts(batches: Batches) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for split, _, rb in batches:
+            out[split] = out.get(split, 0) + rb.num_rows
+        return out
+
+    # -- contexts ---------------------------------------------------------------------------------
+    def _bare_context(self, corpus: Corpus, seed: int | None = None, tokenizer: bool = True):
+        return AuditContext.from_corpus(
+            corpus,
+            seed=self.seed if seed is None else seed,
+            options={
+                "tokenizer": self.tokenizer if tokenizer else None,
+                "contamination_ref": list(self.contamination_ref),
+                "reference": self.reference,
+                "on_bad_lines": "error",
+            },
+        )
+
+    def context(self, *, seed: int | None = None, tokenizer: bool = True) -> AuditContext:
+        """A fresh context, as ``audit()`` builds it: tokenizer resolved, reference sketched
+        (only for the case's own seed and tokenizer; the variations only fold)."""
+        seed = self.seed if seed is None else seed
+        key = (seed, tokenizer)
+        if key not in self._contexts:
+            corpus, _, log = self._load()
+            ctx = self._bare_context(corpus, seed, tokenizer)
+            ctx.input_log = copy.deepcopy(log)
+            if ctx.options["tokenizer"] is not None:
+                from ..tokenizer import tokenizer_for
+
+                tokenizer_for(ctx)
+            base = key == (self.seed, True)
+            if base and self.reference is not None and getattr(self.cls, "reference_aware", False):
+                from ..config import AuditConfig
+                from ..reference import build_reference
+
+                rule = self.rule()
+                if rule.skip_reason(ctx) is None:
+                    ctx.options["_reference"] = build_reference(
+                        self.reference, [rule], AuditConfig(columns=self.columns), ctx
+                    )
+            self._contexts[key] = ctx
+        ctx = self._contexts[key]
+        return dataclasses.replace(
+            ctx,
+            splits={n: dataclasses.replace(s) for n, s in ctx.splits.items()},
+            options=dict(ctx.options),
+            input_log=copy.deepcopy(ctx.input_log),
+        )
+
+    # -- running the rule -------------------------------------------------------------------------
+    def runnable(self, **overrides: Any) -> tuple[Rule, AuditContext]:
+        """The rule and a context, or ConformanceSkip naming why the rule skips this data."""
+        rule, ctx = self.rule(**overrides), self.context()
+        reason = rule.skip_reason(ctx)
+        if reason is not None:
+            raise ConformanceSkip(
+                f"the rule skips the data it was given ({reason}); pass check_rule the data, "
+                "options or resources (tokenizer=, reference=, contamination_ref=) it needs"
+            )
+        return rule, ctx
+
+    @staticmethod
+    def fold(rule: Rule, ctx: AuditContext, batches: Batches, state: Any = None) -> Any:
+        state = rule.start(ctx) if state is None else state
+        for split, offset, rb in batches:
+            state = rule.update(state, Batch(split, rb, offset, ctx.roles, ctx.splits[split].kind))
+        return state
+
+    @staticmethod
+    def finish(rule: Rule, state: Any, ctx: AuditContext, counts: Mapping[str, int]) -> RuleResult:
+        for name, info in ctx.splits.items():
+            info.num_rows = counts.get(name, 0)
+        result = rule.finish(state, ctx)
+        assert isinstance(result, RuleResult), (
+            f"{rule.code}: finish() returned {type(result).__name__}, not a RuleResult"
+        )
+        return result
+
+    def one_pass(self, batch_size: int = 16) -> RuleResult:
+        """The rule's result over all the data in one pass (computed once per batch size)."""
+        if batch_size not in self._one_pass:
+            rule, ctx = self.runnable()
+            batches = self.batches(batch_size)
+            state = self.fold(rule, ctx, batches)
+            self._one_pass[batch_size] = self.finish(rule, state, ctx, self.counts(batches))
+        return self._one_pass[batch_size]
+
+    def verdict(self) -> RuleResult:
+        """:meth:`one_pass`, or ConformanceSkip when the rule gave no verdict on the data."""
+        result = self.one_pass()
+        if result.skipped:
+            raise ConformanceSkip(
+                f"finish() gave no verdict on this data ({result.skipped}); pass check_rule the "
+                "data, options or resources it needs"
+            )
+        return result
+
+
+def canonical(result: RuleResult) -> Any:
+    """The result as the report would hold it (JSON types), to compare two results."""
+    return json.loads(json.dumps(dataclasses.asdict(result), sort_keys=True, default=str))

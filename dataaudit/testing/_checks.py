@@ -1,0 +1,323 @@
+"""The conformance checks: one function per contract, each taking a :class:`Case`.
+
+A check raises AssertionError naming the rule and the broken contract, or
+:class:`ConformanceSkip` with the reason it cannot apply; it never passes without checking.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from ..features import Batch
+from ._case import Case, ConformanceSkip, canonical
+from ._compare import first_difference
+from ._io_guard import record_io
+
+__all__ = ["CHECKS", "DOC_SECTIONS", "smoke_value"]
+
+DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Options")
+RESULT_TOLERANCE = 1e-9  # relative; float sums merged in another order may differ in the last bits
+
+
+# -- options ---------------------------------------------------------------------------------------
+class _Smoke:
+    """A value of no known type: a constructor that does anything but store it fails."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<smoke value of {self.name}>"
+
+
+def _declared_types(cls: type, name: str, spec: inspect.Parameter) -> tuple[Any, ...]:
+    try:
+        hint = typing.get_type_hints(cls.__init__).get(name, spec.annotation)
+    except Exception:  # an annotation that does not evaluate: use the default's type alone
+        hint = inspect.Parameter.empty
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(a for a in typing.get_args(hint) if a is not type(None))
+    return () if hint is inspect.Parameter.empty else (hint,)
+
+
+def smoke_value(cls: type, name: str, spec: inspect.Parameter) -> Any:
+    """A value of the option's type that is not its default and that no coercion, clamp or
+    copy leaves as the same object (fresh, not small cached ints, mixed case, out of range)."""
+    default = spec.default
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default * 7 + 1_000_003
+    if isinstance(default, float):
+        return default * 1.5 + 0.125
+    if isinstance(default, str):
+        return f"{default}-Smoke "
+    declared = [typing.get_origin(t) or t for t in _declared_types(cls, name, spec)]
+    for kind, value in (
+        (bool, True),
+        (int, 1_000_003),
+        (float, 1.5e9 + 0.125),
+        (str, " Smoke-Value "),
+        (dict, {"smoke": 1.5e9 + 0.125}),
+        (list, ["smoke"]),
+        (tuple, ("smoke",)),
+    ):
+        if kind in declared:
+            return value
+    return _Smoke(name)
+
+
+def check_options_stored_verbatim(case: Case) -> None:
+    """The constructor stores every option as given (scikit-learn style), so a rule is rebuilt
+    from its resolved config; validation belongs in ``check_options``, coercion where used."""
+    cls, specs = case.cls, case.cls.option_specs()
+    if not specs:
+        raise ConformanceSkip("the rule has no options")
+    for name, spec in specs.items():
+        assert spec.default is not inspect.Parameter.empty, (
+            f"{cls.code}: option {name!r} needs a default so the rule runs unconfigured"
+        )
+    for label, values in (
+        ("smoke value", {n: smoke_value(cls, n, s) for n, s in specs.items()}),
+        ("default", {n: s.default for n, s in specs.items()}),
+        ("given value", case.options),
+    ):
+        try:
+            rule = cls(**values)
+        except Exception as exc:
+            raise AssertionError(
+                f"{cls.code}: the constructor raised {type(exc).__name__}: {exc} on the "
+                f"{label}s {values!r}; it must only store options (validate them in "
+                "check_options)"
+            ) from exc
+        params = rule.get_params()
+        for name, value in values.items():
+            assert hasattr(rule, name), f"{cls.code}: option {name!r} is not stored as an attribute"
+            stored = getattr(rule, name)
+            assert stored is value and params[name] is value, (
+                f"{cls.code}: option {name!r} was given the {label} {value!r} and stored "
+                f"{stored!r}: not verbatim (the constructor must only store options; coerce, "
+                "clamp or copy where they are used)"
+            )
+
+
+def check_docstring(case: Case) -> None:
+    """``dataaudit explain`` prints the docstring: it has the sections users look for."""
+    cls = case.cls
+    doc = inspect.getdoc(cls) or ""
+    missing = [s for s in DOC_SECTIONS if f"{s}:" not in doc]
+    assert not missing, f"{cls.code}: docstring lacks section(s) {', '.join(missing)}"
+    assert cls.name and cls.groups, f"{cls.code}: needs a name and at least one group"
+
+
+# -- state contract --------------------------------------------------------------------------------
+def check_empty_input(case: Case) -> None:
+    """A split with no rows (or a shard that saw none) finishes with a result."""
+    rule, ctx = case.runnable()
+    zeros = dict.fromkeys(ctx.splits, 0)
+    canonical(case.finish(rule, rule.start(ctx), ctx, zeros))
+    ctx = case.context()
+    canonical(case.finish(rule, rule.merge(rule.start(ctx), rule.start(ctx)), ctx, zeros))
+
+
+def check_merge_identity(case: Case) -> None:
+    """``start`` is the identity of ``merge``: merging an empty shard changes nothing."""
+    full = canonical(case.verdict())
+    rule, _ = case.runnable()
+    batches = case.batches(16)
+    counts = case.counts(batches)
+    for label, left in (("merge(start, s)", True), ("merge(s, start)", False)):
+        ctx = case.context()
+        state, empty = case.fold(rule, ctx, batches), rule.start(ctx)
+        merged = rule.merge(empty, state) if left else rule.merge(state, empty)
+        diff = first_difference(
+            full,
+            canonical(case.finish(rule, merged, ctx, counts)),
+            "result",
+            rel_tol=RESULT_TOLERANCE,
+        )
+        assert diff is None, f"{case.code}: {label} differs from s: {diff}"
+
+
+def check_split_and_merge(case: Case) -> None:
+    """Shards merged in any grouping equal one pass (workers and batch sizes do not matter)."""
+    full = canonical(case.verdict())
+    rule, _ = case.runnable()
+    batches = case.batches(7)
+    counts = case.counts(batches)
+    third = len(batches) // 3
+    parts = (batches[:third], batches[third : 2 * third], batches[2 * third :])
+    for label in ("(a+b)+c", "a+(b+c)"):
+        ctx = case.context()
+        a, b, c = (case.fold(rule, ctx, part) for part in parts)
+        merged = (
+            rule.merge(rule.merge(a, b), c)
+            if label == "(a+b)+c"
+            else rule.merge(a, rule.merge(b, c))
+        )
+        diff = first_difference(
+            full,
+            canonical(case.finish(rule, merged, ctx, counts)),
+            "result",
+            rel_tol=RESULT_TOLERANCE,
+        )
+        assert diff is None, f"{case.code}: shards merged {label} differ from one pass: {diff}"
+
+
+def check_state_pickles(case: Case) -> None:
+    """States travel to and from worker processes: a pickled state finishes the same."""
+    full = canonical(case.verdict())
+    rule, ctx = case.runnable()
+    batches = case.batches(16)
+    try:
+        state = pickle.loads(pickle.dumps(case.fold(rule, ctx, batches)))
+    except Exception as exc:
+        raise AssertionError(
+            f"{case.code}: the state does not pickle ({type(exc).__name__}: {exc}); the "
+            "engine sends states between processes"
+        ) from exc
+    diff = first_difference(
+        full, canonical(case.finish(rule, state, ctx, case.counts(batches))), "result"
+    )
+    assert diff is None, (
+        f"{case.code}: a state that went through pickle finishes differently: {diff}"
+    )
+
+
+def check_batch_not_mutated(case: Case) -> None:
+    """``update`` leaves the batch and the shared features it read as it found them: other
+    rules read them after it. Features are compared field by field with a fresh computation."""
+    rule, ctx = case.runnable()
+    state = rule.start(ctx)
+    for split, offset, rb in case.batches(32):
+        before = rb.to_pylist()
+        kind = ctx.splits[split].kind
+        batch = Batch(split, rb, offset, ctx.roles, kind)
+        state = rule.update(state, batch)
+        assert rb.to_pylist() == before, f"{case.code}: update() changed the input batch"
+        assert batch.data is rb and (batch.split, batch.offset, batch.kind) == (
+            split,
+            offset,
+            kind,
+        ), f"{case.code}: update() replaced the batch's data, split, offset or kind"
+        fresh = Batch(split, rb, offset, ctx.roles, kind)
+        for (name, params), value in list(batch._cache.items()):
+            again = fresh.feature(name, **dict(params))
+            diff = first_difference(value, again, f"{name}{dict(params) or ''}")
+            assert diff is None, (
+                f"{case.code}: the shared feature {name!r} after update() is not what the "
+                f"batch gives other rules ({diff}); copy a feature before changing it"
+            )
+
+
+def check_start_does_no_io(case: Case) -> None:
+    """``start`` runs once per chunk and per worker: it must not read files, list folders or
+    use the network (resources are resolved once by ``audit()`` and reach rules in the
+    context)."""
+    rule, ctx = case.runnable()
+    rule.start(ctx)  # the first call may import modules; that is not the rule's I/O
+    ctx = case.context()
+    with record_io() as seen:
+        rule.start(ctx)
+    assert not seen, (
+        f"{case.code}: start() did I/O: {seen.describe()}; the engine calls start() once per "
+        "chunk, so read files once when the audit resolves its resources and take them from "
+        "the context"
+    )
+
+
+# -- merge refuses incompatible states -------------------------------------------------------------
+def _alternatives(cls: type, name: str, spec: inspect.Parameter, value: Any) -> list[Any]:
+    """Valid-looking other values of an option, to build a state that should not merge."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, value * 2, max(1, value // 2)]
+    if isinstance(value, float):
+        return [value / 2, min(1.0, value * 1.5) if value < 1 else value * 2]
+    return []
+
+
+def _variations(case: Case, rule: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(description, option overrides, context arguments) of each incompatible setup."""
+    out = [(f"seed={case.seed + 1} (not {case.seed})", {}, {"seed": case.seed + 1})]
+    if case.tokenizer is not None:
+        out.append(("no tokenizer (the word fallback)", {}, {"tokenizer": False}))
+    params = rule.get_params()
+    for name, spec in case.cls.option_specs().items():
+        for alt in _alternatives(case.cls, name, spec, params[name]):
+            candidate = case.rule(**{name: alt})
+            try:
+                getattr(candidate, "check_options", lambda: None)()
+            except (ValueError, TypeError):
+                continue
+            out.append((f"{name}={alt!r} (not {params[name]!r})", {name: alt}, {}))
+            break
+    return out
+
+
+def check_merge_refuses_incompatible_states(case: Case) -> None:
+    """Like datasketch's ``MinHash.merge``: two states built with different options, seeds or
+    tokenizers do not merge into a silently wrong state; ``merge`` raises ValueError."""
+    base, _ = case.runnable()
+    batches = case.batches(16)
+    problems: list[str] = []
+    not_run: list[str] = []
+    checked = 0
+    for what, overrides, ctx_args in _variations(case, base):
+        other = case.rule(**overrides)
+        reason = other.skip_reason(case.context(**ctx_args))
+        if reason is not None:
+            not_run.append(f"{what}: {reason}")
+            continue
+        try:
+            variant = [case.fold(other, case.context(**ctx_args), batches) for _ in range(2)]
+        except Exception as exc:  # the other value does not run on this data: nothing to merge
+            not_run.append(f"{what}: {type(exc).__name__}: {exc}")
+            continue
+        states = [(case.fold(base, case.context(), batches), v) for v in variant]
+        checked += 1
+        diff = first_difference(states[0][0], states[0][1], "state")
+        if diff is None:
+            continue  # the variation does not shape the state: merging is fine
+        for label, (x, y) in (("merge(s, other)", states[0]), ("merge(other, s)", states[1][::-1])):
+            try:
+                base.merge(x, y)
+            except ValueError:
+                continue
+            except Exception as exc:
+                problems.append(
+                    f"{label} with a state built with {what} raised {type(exc).__name__}: {exc} "
+                    "instead of a ValueError naming the mismatch"
+                )
+                continue
+            problems.append(
+                f"{label} accepted a state built with {what} (the states differ at {diff})"
+            )
+    if not checked:
+        raise ConformanceSkip(
+            "no other option value, seed or tokenizer ran on this data: " + "; ".join(not_run)
+        )
+    assert not problems, (
+        f"{case.code}: merge() must raise ValueError for states that cannot be combined: "
+        + "; ".join(problems)
+        + " (keep what shapes the state, e.g. options, seed and tokenizer, in it and compare)"
+    )
+
+
+CHECKS: dict[str, Callable[[Case], None]] = {
+    "options_stored_verbatim": check_options_stored_verbatim,
+    "docstring_sections": check_docstring,
+    "empty_input": check_empty_input,
+    "merge_identity": check_merge_identity,
+    "split_and_merge": check_split_and_merge,
+    "state_pickles": check_state_pickles,
+    "batch_not_mutated": check_batch_not_mutated,
+    "start_does_no_io": check_start_does_no_io,
+    "merge_refuses_incompatible_states": check_merge_refuses_incompatible_states,
+}
