@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from .features import Batch
 
 __all__ = [
+    "ACTIONS",
     "Direction",
     "Finding",
     "Flag",
@@ -116,14 +119,47 @@ class Finding:
         return f"{code}-{xxhash.xxh3_64_hexdigest(f'{code}|{self.key}'.encode())}"
 
 
+ACTIONS = ("drop", "keep", "review")
+
+
 @dataclass(frozen=True)
 class Flag:
-    """A row that a rule flags: (split, row) with an optional cluster/conflict id and detail."""
+    """A row that a rule flags, and what the default remedy does with it.
+
+    ``group`` is the cluster (duplicates, leaks) or conflict id shared by related rows; ``action``
+    is ``drop`` (``report.apply`` / ``dataaudit clean`` remove the row), ``keep`` (the row the
+    rule keeps, e.g. a duplicate cluster's representative or the eval side of a leak) or
+    ``review`` (a person should look; never removed by default; also what None means);
+    ``severity`` None is the rule's configured severity; ``score`` a similarity, confidence or
+    length; ``id`` the row's id column value. The first four fields keep their positions, so
+    plugins that build ``Flag(split, row, group, detail)`` still work.
+    """
 
     split: str
     row: int
     group: str | None = None
     detail: str | None = None
+    action: str | None = None
+    severity: Severity | None = None
+    score: float | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action is not None and self.action not in ACTIONS:
+            raise ValueError(
+                f"Flag action={self.action!r}: use one of {', '.join(ACTIONS)} (or None: review)"
+            )
+        if self.severity is not None and not isinstance(self.severity, Severity):
+            object.__setattr__(self, "severity", Severity.parse(self.severity))
+        score = self.score
+        if score is not None and type(score) is not float:
+            if isinstance(score, bool) or not isinstance(score, numbers.Real):
+                raise ValueError(f"Flag score={score!r}: expected a number or None")
+            object.__setattr__(self, "score", float(score))
+        if self.score is not None and not math.isfinite(self.score):
+            object.__setattr__(self, "score", None)  # JSON has no NaN/inf: no score
+        if self.id is not None and not isinstance(self.id, str):
+            object.__setattr__(self, "id", str(self.id))
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Shared machinery for rules that test each row independently and flag the rows that fail.
 
 A subclass says which categories of problem it checks and returns one boolean mask per category
-per batch; counting, bounded examples, row flags, metrics, findings and merging live here once.
+per batch; counting, bounded examples, row flags (with their ids and the category's action),
+metrics, findings and merging live here once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pyarrow as pa
 from ..context import AuditContext
 from ..features import Batch
 from ..rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ._ids import ids_at
 from ._origin import check_origin, state_origin
 
 
@@ -23,6 +25,8 @@ class Category:
     key: str
     message: str  # "{count} rows ({rate}) ..." formatted in finish
     severity: Severity | None = None  # None: the rule's severity
+    #: what the default remedy does with a flagged row: drop (unusable), review (look first)
+    action: str = "review"
 
 
 class RowCheckRule(Rule):
@@ -55,12 +59,15 @@ class RowCheckRule(Rule):
         texts: list[str | None] | None = None
         for key, mask in masks.items():
             idx = np.flatnonzero(np.asarray(mask, dtype=bool))
-            cat = split["cats"].setdefault(key, {"count": 0, "rows": [], "examples": []})
+            cat = split["cats"].setdefault(key, _empty_cat())
             cat["count"] += int(idx.size)
             if not idx.size:
                 continue
             rows = (idx + batch.offset).tolist()
             cat["rows"].extend(rows)
+            ids = ids_at(batch, idx)
+            if ids is not None:
+                cat.setdefault("ids", []).extend(ids)
             need = max_examples - len(cat["examples"])
             if need > 0:
                 if texts is None:
@@ -86,13 +93,15 @@ class RowCheckRule(Rule):
             sb = b["splits"].get(name, {"rows": 0, "cats": {}})
             cats = {}
             for key in list(sa["cats"]) + [k for k in sb["cats"] if k not in sa["cats"]]:
-                ca = sa["cats"].get(key, {"count": 0, "rows": [], "examples": []})
-                cb = sb["cats"].get(key, {"count": 0, "rows": [], "examples": []})
+                ca = sa["cats"].get(key, _empty_cat())
+                cb = sb["cats"].get(key, _empty_cat())
                 cats[key] = {
                     "count": ca["count"] + cb["count"],
                     "rows": ca["rows"] + cb["rows"],
                     "examples": (ca["examples"] + cb["examples"])[:max_examples],
                 }
+                if "ids" in ca or "ids" in cb:
+                    cats[key]["ids"] = ca.get("ids", []) + cb.get("ids", [])
             out["splits"][name] = {"rows": sa["rows"] + sb["rows"], "cats": cats}
         return out
 
@@ -102,7 +111,7 @@ class RowCheckRule(Rule):
         for split, info in state["splits"].items():
             rows = info["rows"]
             for key, cat in by_key.items():
-                data = info["cats"].get(key, {"count": 0, "rows": [], "examples": []})
+                data = info["cats"].get(key, _empty_cat())
                 count = data["count"]
                 result.metric(f"{key}_rows", count, Direction.NONE, split=split, unit="rows")
                 result.metric(
@@ -110,7 +119,11 @@ class RowCheckRule(Rule):
                 )
                 if not count:
                     continue
-                result.flags.extend(Flag(split, r, detail=key) for r in data["rows"])
+                ids = data.get("ids") or [None] * len(data["rows"])
+                result.flags.extend(
+                    Flag(split, r, detail=key, action=cat.action, severity=cat.severity, id=i)
+                    for r, i in zip(data["rows"], ids)
+                )
                 rate = count / rows if rows else 0.0
                 result.findings.append(
                     Finding(
@@ -127,3 +140,7 @@ class RowCheckRule(Rule):
 
     def thresholds(self) -> dict[str, Any]:
         return {}
+
+
+def _empty_cat() -> dict[str, Any]:
+    return {"count": 0, "rows": [], "examples": []}

@@ -16,7 +16,8 @@ class EmptyText(RowCheckRule):
     What it does:
         Flags rows whose text view (the text column, or the rendered chat / prompt+response) is
         empty or holds only whitespace, separators or zero-width characters; for chat and
-        prompt/response data it also flags rows whose trained-on reply is empty.
+        prompt/response data it also flags rows whose trained-on reply is empty. Flagged rows
+        have the action ``drop``: there is nothing in them to train or evaluate on.
 
     Why it matters:
         Empty samples waste compute, and empty replies teach a model to answer with nothing.
@@ -36,8 +37,8 @@ class EmptyText(RowCheckRule):
     severity = Severity.WARN
     requires = ("text",)
     categories = (
-        Category("empty_text", "have empty or whitespace-only text"),
-        Category("empty_response", "have an empty reply to train on"),
+        Category("empty_text", "have empty or whitespace-only text", action="drop"),
+        Category("empty_response", "have an empty reply to train on", action="drop"),
     )
 
     def __init__(self, check_response: bool = True):

@@ -56,7 +56,8 @@ class EncodingDamage(RowCheckRule):
         assumed encoding), C0 control characters other than tab/newline/carriage return (NUL,
         escape sequences, form feeds), and mojibake: UTF-8 bytes decoded as Windows-1252 or
         Latin-1, such as "donâ€™t" or "cafÃ©". A mojibake candidate is confirmed by re-encoding
-        the run and decoding it as UTF-8, so ordinary accented text is not flagged.
+        the run and decoding it as UTF-8, so ordinary accented text is not flagged. Flagged
+        rows have the action ``review``: repairing them (ftfy) usually beats dropping them.
 
     Why it matters:
         A model trained on mojibake learns to produce it. Damage is rarely random: one scraper,

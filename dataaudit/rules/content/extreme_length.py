@@ -15,7 +15,8 @@ class ExtremeLength(RowCheckRule):
     What it does:
         Flags rows whose text view is longer than ``max_chars`` characters (a warning) or
         non-empty but shorter than ``min_chars`` (a note). Character lengths need no tokenizer;
-        the token-aware length rules (LEN*) handle truncation at a sequence length.
+        the token-aware length rules (LEN*) handle truncation at a sequence length. Flagged
+        rows have the action ``review``: a long row may be worth splitting rather than dropping.
 
     Why it matters:
         A 5 MB "sample" is usually a whole dump glued into one row by a broken splitter; it is

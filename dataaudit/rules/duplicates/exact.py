@@ -9,6 +9,7 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._ids import id_column, take_ids
 from .._origin import check_origin, state_origin
 from ._common import (
     append,
@@ -33,7 +34,8 @@ class ExactDuplicates(Rule):
         other (TXT001 reports them). It reports the duplicate rate (rows you can remove keeping
         one per group), the number of groups, the largest groups with examples, and the rate per
         source when a source column exists. Every row of a group is flagged with the group id
-        (its smallest row) and ``kept`` (the first row) or ``duplicate``.
+        (its smallest row) as cluster: the first row ``kept`` with the action ``keep``, the others
+        ``duplicate`` with the action ``drop``, so removing the drops keeps one row per group.
 
     Why it matters:
         Duplicates silently multiply the weight of their text in training and waste compute;
@@ -72,6 +74,9 @@ class ExactDuplicates(Rule):
         src = batch.role("source")
         if src is not None:
             cols["source"] = source_values(batch)
+        ids = id_column(batch)
+        if ids is not None:
+            cols["ids"] = ids
         append(state, batch.split, **cols)
         return state
 
@@ -107,10 +112,18 @@ class ExactDuplicates(Rule):
             result.metric("largest_group", largest, Direction.LOWER, split=split)
             # flags: every member, group id = smallest row (first in sorted order)
             first_row = rs[np.maximum.accumulate(np.where(new, np.arange(n), 0))] if n else rs
-            for i in np.flatnonzero(in_group):
+            flagged = np.flatnonzero(in_group)
+            ids = take_ids(sp.get("ids", []), order[flagged])
+            for i, row_id in zip(flagged, ids):
+                kept = bool(new[i])
                 result.flags.append(
                     Flag(
-                        split, int(rs[i]), str(int(first_row[i])), "kept" if new[i] else "duplicate"
+                        split,
+                        int(rs[i]),
+                        str(int(first_row[i])),
+                        "kept" if kept else "duplicate",
+                        action="keep" if kept else "drop",
+                        id=row_id,
                     )
                 )
             # findings: the largest groups

@@ -11,6 +11,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, near_duplicate_pairs, s_curve
 from ...sketches.minhash import ShingleSets, pair_jaccard
+from .._ids import id_column, take_ids
 from .._origin import check_origin, state_origin
 from ._common import (
     append,
@@ -45,7 +46,19 @@ def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
     if rule.verify == "exact":
         shingle_params = {k: v for k, v in params.items() if k != "num_perm"}
         cols["sets"] = batch.feature("shingle_sets", **shingle_params)
+    ids = id_column(batch)
+    if ids is not None:
+        cols["ids"] = ids
     return cols
+
+
+def similarity(sets: ShingleSets | None, sig: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """Jaccard of the row pairs (a, b): exact from the shingle sets when kept, else estimated."""
+    if sets is not None:
+        return pair_jaccard(sets, a, b)
+    from ...sketches.minhash import jaccard_estimate
+
+    return jaccard_estimate(sig[a], sig[b])
 
 
 def check_minhash_options(rule: Any) -> None:
@@ -80,7 +93,10 @@ class NearDuplicates(Rule):
         near-duplicate rate (rows removable keeping one per cluster), the cluster count and size
         distribution, the largest clusters with examples and their similarity to the kept row,
         and the rate per source. Rows of a cluster are flagged with the cluster id (its smallest
-        row) and ``kept`` / ``duplicate``. Clusters whose rows are all the same normalized text
+        row): the smallest row ``kept`` with the action ``keep``, the others ``duplicate`` with
+        the action ``drop`` and their Jaccard with the kept row as score (clusters are connected
+        components, so a member can score below the threshold through a chain of near
+        duplicates). Clusters whose rows are all the same normalized text
         count in the rate but are left to DUP001 for findings. Rows without any shingle (empty
         text) are never clustered; their count is reported.
 
@@ -214,13 +230,19 @@ class NearDuplicates(Rule):
             split=split,
         )
         result.metric("rows_without_shingles", no_shingle, Direction.NONE, split=split)
-        for i in np.flatnonzero(member):
+        flagged = np.flatnonzero(member)
+        scores = similarity(sets, sig, labels[flagged], flagged) if len(flagged) else []
+        ids = take_ids(sp.get("ids", []), flagged)
+        for i, score, row_id in zip(flagged, scores, ids):
             result.flags.append(
                 Flag(
                     split,
                     int(rows[i]),
                     str(int(rows[labels[i]])),
                     "kept" if kept[i] else "duplicate",
+                    action="keep" if kept[i] else "drop",
+                    score=1.0 if kept[i] else round(float(score), 4),
+                    id=row_id,
                 )
             )
         # clusters with more than one distinct text get findings (exact-only ones: DUP001)

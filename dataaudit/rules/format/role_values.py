@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,10 @@ class RoleValues(RowCheckRule):
         flags null values; for text columns also values that are not strings (a number or a list
         where text belongs; readers keep these as their JSON text and mark them); for a chat
         ``messages`` column, rows that are not a list of ``{"role": ..., "content": ...}``
-        objects, with a missing role or a missing/null content.
+        objects, with a missing role or a missing/null content. Flagged rows have the action
+        ``drop`` for the columns a model reads (text, prompt, input, response, messages: the row
+        would train on "None" or crash) and ``review`` for label, source and id values; a finding
+        raised to an error (no row readable) raises its flags with it.
 
     Why it matters:
         Tokenizers and chat templates either crash on these rows mid-training or, worse,
@@ -78,26 +82,44 @@ class RoleValues(RowCheckRule):
     def active_categories(self, ctx: AuditContext) -> tuple[Category, ...]:
         cats = []
         for role, column in self._checked(ctx.roles):
-            cats.append(Category(f"{column}:null", f"have a null {column!r} ({role})"))
+            action = "drop" if role in TEXT_ROLES or role == "messages" else "review"
+            cats.append(
+                Category(f"{column}:null", f"have a null {column!r} ({role})", action=action)
+            )
             if role in TEXT_ROLES:
                 cats.append(
-                    Category(f"{column}:not_string", f"have a non-string {column!r} ({role})")
+                    Category(
+                        f"{column}:not_string",
+                        f"have a non-string {column!r} ({role})",
+                        action=action,
+                    )
                 )
             if role == "messages":
-                cats.append(Category(f"{column}:malformed", f"have a malformed chat in {column!r}"))
+                cats.append(
+                    Category(
+                        f"{column}:malformed", f"have a malformed chat in {column!r}", action=action
+                    )
+                )
         return tuple(cats)
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         result = super().finish(state, ctx)
+        raised: set[tuple[str | None, str]] = set()
         for finding in result.findings:
             category = finding.data.get("category", "")
             if category.endswith((":malformed", ":not_string")) and finding.data.get("rate") == 1:
                 column = category.rsplit(":", 1)[0]
                 finding.severity = Severity.ERROR
+                raised.add((finding.split, category))
                 finding.message += (
                     f": no row of {column!r} could be read, so the rules that read it audited "
                     "nothing. Check the column's format or name the right column"
                 )
+        if raised:
+            result.flags = [
+                replace(f, severity=Severity.ERROR) if (f.split, f.detail) in raised else f
+                for f in result.flags
+            ]
         return result
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 import xxhash
 
 from ...features import Batch
+from .._ids import ids_at
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -36,10 +37,19 @@ def label_keys(batch: Batch) -> list[str | None]:
 
 # -- a bottom-k sample of rows: exact, order-independent merges ---------------------------------
 # state: {"k": int, "items": list[(priority, split, row, text, label)]} sorted by (priority, split, row)
+# and "ids": {(split, row): id} for sampled rows when the dataset has an id column (row flags)
 
 
 def sample_start(k: int) -> dict[str, Any]:
-    return {"k": int(k), "items": []}
+    return {"k": int(k), "items": [], "ids": {}}
+
+
+def sample_id(state: dict[str, Any], split: str, row: int) -> str | None:
+    return state.get("ids", {}).get((split, row))
+
+
+def _keep_ids(ids: dict[tuple[str, int], Any], items: list[tuple]) -> dict[tuple[str, int], Any]:
+    return {(it[1], it[2]): ids[(it[1], it[2])] for it in items if (it[1], it[2]) in ids}
 
 
 def sample_update(
@@ -79,11 +89,18 @@ def sample_update(
         t = texts[i].as_py()
         new.append((int(p), batch.split, int(batch.offset + i), (t or "")[:max_chars], labels[i]))
     state["items"] = sorted(items + new)[:k]
+    row_ids = ids_at(batch, idx)
+    if row_ids is not None:
+        ids = state.setdefault("ids", {})
+        ids.update({(batch.split, int(batch.offset + i)): v for i, v in zip(idx.tolist(), row_ids)})
+        state["ids"] = _keep_ids(ids, state["items"])
     return state
 
 
 def sample_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    return {"k": a["k"], "items": sorted(a["items"] + b["items"])[: a["k"]]}
+    items = sorted(a["items"] + b["items"])[: a["k"]]
+    ids = {**a.get("ids", {}), **b.get("ids", {})}
+    return {"k": a["k"], "items": items, "ids": _keep_ids(ids, items)}
 
 
 # -- drift statistics -----------------------------------------------------------------------------

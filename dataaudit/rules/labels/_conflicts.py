@@ -5,7 +5,8 @@ conflict rate).
 State, per split, as chunk lists (a merge concatenates a's chunks then b's):
 ``h`` uint64 normalized-input hash, ``y`` uint64 label id (xxh3 of the class key, or of the
 normalized response in response mode), ``row`` int64, optional ``snip`` (input text cut to the
-example bound) and ``sig`` (MinHash signatures, only when near-duplicate grouping is on).
+example bound), ``sig`` (MinHash signatures, only when near-duplicate grouping is on) and
+``ids`` (the id column, when there is one, for the row flags).
 Rows with a null/empty input or a null label are not stored: they can conflict with nothing.
 """
 
@@ -21,6 +22,7 @@ import xxhash
 
 from ...features import Batch
 from ...sketches.minhash import EMPTY_HASH
+from .._ids import id_column, take_ids
 
 MINHASH = {"num_perm": 128, "ngram": 5, "unit": "auto", "seed": 1}  # as DUP002
 
@@ -51,13 +53,16 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
     keep = (hashes != 0) & (hashes != EMPTY_HASH) & (ids != 0)
     idx = np.flatnonzero(keep)
     sp = state["splits"].setdefault(
-        batch.split, {"h": [], "y": [], "row": [], "snip": [], "sig": []}
+        batch.split, {"h": [], "y": [], "row": [], "snip": [], "sig": [], "ids": []}
     )
     if not idx.size:
         return state
     sp["h"].append(hashes[idx])
     sp["y"].append(ids[idx])
     sp["row"].append(batch.row_ids[idx])
+    row_ids = id_column(batch)
+    if row_ids is not None:
+        sp["ids"].append(row_ids.take(pa.array(idx)))
     if state["snip"]:
         text = batch.input_text.take(pa.array(idx))
         sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + 64))
@@ -92,6 +97,7 @@ class Group:
     labels: list[int]
     snippet: str | None = None
     label_counts: dict[int, int] = field(default_factory=dict)
+    ids: list[str | None] = field(default_factory=list)  # the id column at ``rows``
 
 
 @dataclass
@@ -174,8 +180,10 @@ def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
             pa.array(order)
         )
     members: dict[int, list[int]] = {}
-    for i in np.flatnonzero(np.isin(comp, np.fromiter(bad, np.int64, len(bad)))).tolist():
+    flagged = np.flatnonzero(np.isin(comp, np.fromiter(bad, np.int64, len(bad))))
+    for i in flagged.tolist():
         members.setdefault(int(comp[i]), []).append(i)
+    row_ids = dict(zip(flagged.tolist(), take_ids(sp.get("ids", []), order[flagged])))
     groups = []
     for idx in members.values():
         gh = h[idx]
@@ -192,6 +200,7 @@ def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
                 labels=y[idx].tolist(),
                 snippet=None if snips is None else snips[idx[0]].as_py(),
                 label_counts=counts,
+                ids=[row_ids[i] for i in idx],
             )
         )
     groups.sort(key=lambda g: (-len(g.rows), g.key))

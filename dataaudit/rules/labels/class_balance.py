@@ -11,13 +11,22 @@ from ...context import AuditContext
 from ...features import Batch
 from ...reference import match_reference_split, pair_label, reference_sketch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._ids import ids_at
 from .._origin import check_origin, state_origin
 from . import _common, _conflicts
 from .likely_mislabels import run_probe
 
 
 def _split_start(kind: str) -> dict[str, Any]:
-    return {"kind": kind, "rows": 0, "counts": {}, "types": {}, "null_rows": [], "odd": []}
+    return {
+        "kind": kind,
+        "rows": 0,
+        "counts": {},
+        "types": {},
+        "null_rows": [],
+        "null_ids": [],  # the id column at null_rows, when there is one (row flags)
+        "odd": [],
+    }
 
 
 OTHER = "(other)"  # the bucket of the classes a bounded sketch does not list one by one
@@ -64,7 +73,8 @@ class ClassBalance(Rule):
         Counts every class per split (labels may be strings, ints, bools or a mix) and reports
         the imbalance ratio (largest / smallest class), classes missing from a split - a class
         that a validation/test split has but train never shows is an error, since no model can
-        learn it - rows with a null label, a label column that mixes types, and label drift of
+        learn it - rows with a null label (flagged with the action ``review``: label or drop
+        them), a label column that mixes types, and label drift of
         each validation/test split against train with effect sizes (Jensen-Shannon divergence
         and Cramér's V of the split x class table) next to the chi-squared p-value.
         Its ``details.classes`` is the per-class table that answers "which classes fail?" in one
@@ -159,14 +169,18 @@ class ClassBalance(Rule):
         lab = batch.feature("label")
         sp["rows"] += batch.num_rows
         counts, types = sp["counts"], sp["types"]
+        nulls = []
         for i, (v, t) in enumerate(zip(lab.values, lab.types)):
             types[t] = types.get(t, 0) + 1
             if v is None:
                 sp["null_rows"].append(batch.offset + i)
+                nulls.append(i)
             else:
                 counts[v] = counts.get(v, 0) + 1
                 if t != "string" and len(sp["odd"]) < state["limit"]:
                     sp["odd"].append((batch.offset + i, t, v[:64]))
+        if nulls:
+            sp["null_ids"].extend(ids_at(batch, nulls) or [])
         if batch.roles.has("input"):
             _conflicts.update(state["conflicts"], batch)
             if self.probe:
@@ -195,6 +209,7 @@ class ClassBalance(Rule):
                 "counts": counts,
                 "types": types,
                 "null_rows": sa["null_rows"] + sb["null_rows"],
+                "null_ids": sa["null_ids"] + sb["null_ids"],
                 "odd": (sa["odd"] + sb["odd"])[: a["limit"]],
             }
         return {
@@ -482,7 +497,11 @@ class ClassBalance(Rule):
                     )
                 )
         if nulls:
-            result.flags.extend(Flag(name, r, detail="null label") for r in sp["null_rows"])
+            ids = sp["null_ids"] or [None] * nulls
+            result.flags.extend(
+                Flag(name, r, detail="null label", action="review", id=row_id)
+                for r, row_id in zip(sp["null_rows"], ids)
+            )
             result.findings.append(
                 Finding(
                     message=f"{name}: {nulls:,} of {sp['rows']:,} rows have no label (null)",

@@ -29,8 +29,9 @@ class ConflictingLabels(Rule):
         conversation without its last reply) and, with ``near_duplicates``, joins rows that fall
         in one MinHash near-duplicate cluster (word 5-grams, the duplicate rules' signatures).
         A group whose rows carry more than one label is a conflict: each is reported with all
-        its labels and rows (row flags carry the group id), with the conflict rate per split and
-        the class pairs that conflict most. Labels may be strings, ints, bools or mixed; null
+        its labels and rows (row flags carry the group id as cluster, the row's label as detail
+        and the action ``review``: which label is right takes a person), with the conflict rate
+        per split and the class pairs that conflict most. Labels may be strings, ints, bools or mixed; null
         labels and empty inputs are left out (LBL003 and TXT001 report them). For prompt/response
         data without a label column the response is the label: identical prompts with different
         responses are reported as info (several good answers can be fine; a model learns their
@@ -128,9 +129,11 @@ class ConflictingLabels(Rule):
             result.metric("conflict_rate", rate, Direction.LOWER, split=split)
             for g in sc.groups:
                 gid = f"conflict-{g.key}"
-                for r, lab in zip(g.rows, g.labels):
+                for r, lab, row_id in zip(g.rows, g.labels, g.ids):
                     detail = f"label={name(lab)}" if mode == "label" else "response differs"
-                    result.flags.append(Flag(split, r, group=gid, detail=detail))
+                    result.flags.append(
+                        Flag(split, r, group=gid, detail=detail, action="review", id=row_id)
+                    )
                 if mode == "label":
                     labs = sorted({name(lab) for lab in g.labels})
                     for i, a in enumerate(labs):

@@ -94,6 +94,8 @@ class LikelyMislabels(Rule):
         rows labeled i whose self-confidence is lowest and whose best guess is another class (as
         many per class as the joint estimates). Reported: a ranked list (given label, suggested
         label, confidence), the estimated noise per class, and a given-vs-likely label matrix.
+        Flagged rows have the action ``review`` (relabel or drop after a look), ``given=...
+        likely=...`` as detail and the probe's probability of the likely label as score.
         Rows without a word to read (empty, blank, null, only symbols) are left out and counted
         (``rows_without_text``): the probe could only score them on the class prior, and empty
         text is TXT001's finding.
@@ -209,7 +211,16 @@ class LikelyMislabels(Rule):
             _, split, row, text, label = kept[i]
             sug = classes[int(cl.suggested[i])]
             conf = float(run.proba[i, cl.suggested[i]])
-            result.flags.append(Flag(split, row, detail=f"given={label} likely={sug} p={conf:.2f}"))
+            result.flags.append(
+                Flag(
+                    split,
+                    row,
+                    detail=f"given={label} likely={sug}",
+                    action="review",
+                    score=round(conf, 4),
+                    id=_common.sample_id(state["sample"], split, row),
+                )
+            )
             pairs.setdefault((label, sug), []).append(i)
             if len(ranked) < int(self.max_listed):
                 ranked.append(

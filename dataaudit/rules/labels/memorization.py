@@ -24,6 +24,7 @@ class Memorization(Rule):
         predicts the same rows. Any model that can learn the task can memorize 100 rows; the
         rows it cannot fit are reported with a likely reason: an empty input, an identical input
         with another label in the sample, or a label that does not follow from the input.
+        They are flagged with the action ``review`` and the finding's severity.
 
     Why it matters:
         If a sample cannot be memorized, training loss will plateau above zero for reasons no
@@ -123,6 +124,7 @@ class Memorization(Rule):
         for i, t in enumerate(texts):
             by_text.setdefault(t, []).append(i)
         examples = []
+        severity = None if accuracy < float(self.min_accuracy) else Severity.INFO
         for i in missed:
             _, split, row, text, label = items[i]
             twins = [j for j in by_text[text] if j != i and labels[j] != label]
@@ -133,14 +135,22 @@ class Memorization(Rule):
                 reason = f"identical input in row {items[j][2]} labeled {labels[j]!r}"
             else:
                 reason = "the label does not follow from the input (or a probe cannot see why)"
-            result.flags.append(Flag(split, row, detail=f"not memorized: {reason}"))
+            result.flags.append(
+                Flag(
+                    split,
+                    row,
+                    detail=f"not memorized: {reason}",
+                    action="review",
+                    severity=severity,
+                    id=_common.sample_id(state["sample"], split, row),
+                )
+            )
             examples.append(
                 ctx.example(
                     split, row, text, label=label, predicted=classes[pred[i]], reason=reason
                 )
             )
         if missed:
-            severity = None if accuracy < float(self.min_accuracy) else Severity.INFO
             result.findings.append(
                 Finding(
                     message=f"a high-capacity probe fits only {accuracy:.0%} of {len(items)} "

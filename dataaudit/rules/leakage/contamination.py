@@ -16,6 +16,7 @@ from ...features.normalize import normalize_array
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles, shingle
 from ...sketches.ngram_index import NgramIndex
+from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
 from ..duplicates._common import append, merge_splits
 
@@ -60,6 +61,19 @@ def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[st
     return span[:limit], best[1] - best[0] + n
 
 
+def _longest_runs(hit: np.ndarray, row: np.ndarray, nrows: int) -> np.ndarray:
+    """Per row, the longest run of consecutive n-grams that ``hit`` (rows' n-grams in order)."""
+    out = np.zeros(nrows, np.int64)
+    idx = np.flatnonzero(hit)
+    if not idx.size:
+        return out
+    r = np.asarray(row)[idx]
+    new = np.ones(idx.size, bool)
+    new[1:] = (idx[1:] != idx[:-1] + 1) | (r[1:] != r[:-1])
+    np.maximum.at(out, r[new], np.bincount(np.cumsum(new) - 1))
+    return out
+
+
 def _ref_text(rb: pa.RecordBatch, path: Path) -> pa.Array:
     names = rb.schema.names
     if "text" in names:
@@ -90,6 +104,14 @@ class NgramContamination(Rule):
         bench.jsonl`` / ``audit(..., contamination_ref=[...])``; jsonl/json/parquet/csv with a
         ``text`` column) every benchmark item that shares an n-gram with any split is reported,
         with the dataset rows and spans. Rows with fewer than ``ngram`` words are not checked.
+
+        Flags: a contaminated eval row has the action ``review`` (a shared 13-gram can be a
+        quotation or boilerplate; the eval row stays) and its longest shared span in words as
+        score. The train rows it shares n-grams with are not flagged: the train index keeps
+        n-gram hashes only, not their rows, to stay within the memory bound below. Rows that
+        share an n-gram with a benchmark item are flagged in the cluster ``ref:FILE:ROW`` of
+        that item: train rows with the action ``drop`` (decontamination against the
+        benchmark), rows of other splits with ``review``.
 
         Memory: the train n-grams go into an index that is exact, 8 bytes per distinct n-gram,
         up to ``max_index_ngrams`` (400 MB at the default), and a Bloom filter of ``bloom_mb``
@@ -197,13 +219,11 @@ class NgramContamination(Rule):
             state["index"].add(sh.hashes)
         elif state["train"] is not None:
             # not the n-gram hashes (8 bytes a word, more than the text): finish hashes again
-            append(
-                state,
-                batch.split,
-                offset=batch.offset,
-                rows=batch.num_rows,
-                text=_pack(batch.normalized),
-            )
+            cols = {"offset": batch.offset, "rows": batch.num_rows, "text": _pack(batch.normalized)}
+            ids = id_column(batch)
+            if ids is not None:
+                cols["ids"] = ids
+            append(state, batch.split, **cols)
         if sh is None:
             return state
         if state["refs"] and len(sh.hashes):
@@ -223,8 +243,9 @@ class NgramContamination(Rule):
                     if norm is None:
                         norm = batch.normalized
                     span, words = _span(norm[int(row)].as_py(), (sel - first[row]).tolist(), n)
+                    (row_id,) = ids_at(batch, [int(row)]) or [None]
                     state["hits"].append(
-                        (batch.split, int(batch.offset + row), fi, ref_rows, span, words)
+                        (batch.split, int(batch.offset + row), fi, ref_rows, span, words, row_id)
                     )
         return state
 
@@ -252,14 +273,19 @@ class NgramContamination(Rule):
         for split in ctx.eval_splits():
             sp = state["splits"].get(split, {})
             nrows = sum(sp.get("rows", []))
-            bad_parts, examples = [], []
-            for offset, blob in zip(sp.get("offset", []), sp.get("text", [])):
+            bad_parts, examples, spans, bad_ids = [], [], [], []
+            id_parts = sp.get("ids") or [None] * len(sp.get("offset", []))
+            for offset, blob, ids in zip(sp.get("offset", []), sp.get("text", []), id_parts):
                 norm = _unpack(blob)
                 sh = _ngrams(norm, n)
                 hit = index.contains(sh.hashes)
                 first = sh.offsets()
                 bad = np.unique(sh.row[hit])
                 bad_parts.append(offset + bad)
+                spans.append(_longest_runs(hit, sh.row, len(norm))[bad] + n - 1)
+                bad_ids.extend(
+                    [None] * len(bad) if ids is None else ids.take(pa.array(bad)).to_pylist()
+                )
                 for r in bad[: max(0, shown_max - len(examples))]:
                     pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
                     span, words = _span(norm[int(r)].as_py(), pos, n)
@@ -272,8 +298,19 @@ class NgramContamination(Rule):
             rate = len(bad) / nrows if nrows else 0.0
             result.metric("contaminated_rows", len(bad), Direction.LOWER, split=split)
             result.metric("contaminated_rate", rate, Direction.LOWER, split=split)
-            for r in bad:
-                result.flags.append(Flag(split, int(r), train, f"{n}-gram overlap with {train}"))
+            words = np.concatenate(spans) if spans else np.empty(0, np.int64)
+            for r, w, row_id in zip(bad, words, bad_ids):
+                result.flags.append(
+                    Flag(
+                        split,
+                        int(r),
+                        None,
+                        f"{n}-gram overlap with {train}",
+                        action="review",
+                        score=int(w),
+                        id=row_id,
+                    )
+                )
             details[split] = {"rows": nrows, "contaminated_rows": int(len(bad))}
             if not len(bad):
                 continue
@@ -301,13 +338,17 @@ class NgramContamination(Rule):
             ref_rows = sorted({r for h in hits for r in h[3]})
             rate = len(ref_rows) / ref["rows"] if ref["rows"] else 0.0
             result.metric(f"ref_contaminated_rows[{ref['name']}]", len(ref_rows), Direction.LOWER)
-            for split, row, _, rr, _, _ in hits:
+            for split, row, _, rr, _, w, row_id in hits:
+                kind = ctx.splits[split].kind if split in ctx.splits else "other"
                 result.flags.append(
                     Flag(
                         split,
                         row,
-                        f"ref:{ref['name']}",
+                        f"ref:{ref['name']}:{rr[0]}",
                         f"{n}-gram overlap with {ref['name']} row {rr[0]}",
+                        action="drop" if kind == "train" else "review",
+                        score=w,
+                        id=row_id,
                     )
                 )
             details[f"ref:{ref['name']}"] = {
@@ -333,7 +374,7 @@ class NgramContamination(Rule):
                         ctx.example(
                             split, row, span=ctx.truncate(span), span_words=w, ref_row=rr[0]
                         )
-                        for split, row, _, rr, span, w in hits[:shown_max]
+                        for split, row, _, rr, span, w, _ in hits[:shown_max]
                     ],
                     data={
                         "reference": ref["name"],

@@ -11,6 +11,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
+from .._ids import take_ids
 from .._origin import check_origin, state_origin
 from ..duplicates._common import append, cat, key_hex, merge_splits, texts
 from ..duplicates.near import check_minhash_options, minhash_columns
@@ -26,8 +27,15 @@ class TrainEvalOverlap(Rule):
         normalized text equals a train row (same hash as DUP001), and rows whose shingle sets
         have Jaccard >= ``threshold`` with a train row (MinHash-LSH candidates between the two
         splits, verified like DUP002). Each leaked eval row is a finding with its train matches
-        and their similarity; the leaked rows are flagged with ``detail`` exact/near and the
-        best train match in ``group``.
+        and their similarity.
+
+        Both sides are flagged, with ``detail`` exact/near, the similarity as score and one
+        cluster id per leaked eval row (``test:74``): the eval row with the action ``keep`` (the
+        benchmark stays intact) and every train row that matches it with the action ``drop``
+        (all exact copies; near copies as LSH finds them, at most 10 train rows per eval row
+        and band bucket). A train row matching several eval rows is flagged once, in the
+        cluster of its closest match. For ``pairs`` whose reference split is not a train split,
+        the reference rows get ``review`` instead of ``drop``.
 
     Why it matters:
         An eval row that the model saw in training measures memorization, not generalization:
@@ -93,6 +101,48 @@ class TrainEvalOverlap(Rule):
         append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
         return state
 
+    @staticmethod
+    def _flags(ev, ref, ctx, se, sr, e_rows, r_rows, kind, best, ref_pairs) -> list[Flag]:
+        """Both sides of every leak: the eval row (keep) and each train row it matches (drop)."""
+        leaked = sorted(kind)
+        e_ids = take_ids(se.get("ids", []), leaked)
+        flags = [
+            Flag(
+                ev,
+                int(e_rows[i]),
+                f"{ev}:{int(e_rows[i])}",
+                kind[i],
+                action="keep",
+                score=round(best[i], 4),
+                id=row_id,
+            )
+            for i, row_id in zip(leaked, e_ids)
+        ]
+        # each train row once: its closest eval row (highest similarity, then first row; an
+        # exact match, listed first, wins a tie)
+        closest: dict[int, tuple[float, int, str]] = {}
+        for p, i, s, how in ref_pairs:
+            if p not in closest or (-s, i) < (-closest[p][0], closest[p][1]):
+                closest[p] = (s, i, how)
+        positions = sorted(closest)
+        r_ids = take_ids(sr.get("ids", []), positions)
+        info = ctx.splits.get(ref)
+        action = "drop" if info is not None and info.kind == "train" else "review"
+        for p, row_id in zip(positions, r_ids):
+            s, i, how = closest[p]
+            flags.append(
+                Flag(
+                    ref,
+                    int(r_rows[p]),
+                    f"{ev}:{int(e_rows[i])}",
+                    f"{how} copy of {ev} row {int(e_rows[i])}",
+                    action=action,
+                    score=round(s, 4),
+                    id=row_id,
+                )
+            )
+        return flags
+
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
         return merge_splits(a, b)
@@ -116,6 +166,7 @@ class TrainEvalOverlap(Rule):
         ne, nr = len(e_rows), len(r_rows)
         matches: dict[int, list[tuple[int, float]]] = {}  # eval position -> [(ref pos, sim)]
         kind: dict[int, str] = {}
+        ref_pairs: list[tuple[int, int, float, str]] = []  # (ref pos, eval pos, sim, kind)
         # exact
         if ne and nr:
             order = np.lexsort((np.arange(nr), r_hash))
@@ -127,6 +178,7 @@ class TrainEvalOverlap(Rule):
                     (int(p), 1.0) for p in order[lo[i] : min(hi[i], lo[i] + MAX_MATCHES)]
                 ]
                 kind[int(i)] = "exact"
+                ref_pairs.extend((int(p), int(i), 1.0, "exact") for p in order[lo[i] : hi[i]])
         # near: LSH between the two splits, verified
         if ne and nr:
             sig = np.concatenate(
@@ -136,17 +188,20 @@ class TrainEvalOverlap(Rule):
             is_ref[:nr] = True
             a, b = cross_candidates(sig, is_ref, bands, rows_per_band)
             b_e = b - nr
-            keep = (
-                np.array([int(x) not in kind for x in b_e], bool) if len(b_e) else np.zeros(0, bool)
-            )
-            a, b, b_e = a[keep], b[keep], b_e[keep]
             if len(a):
+                # every candidate is verified: the train side of an exact leak can hold near
+                # copies too, and a clean train split must lose them all
                 if se.get("sets") and sr.get("sets"):
                     sets = ShingleSets.concat(sr["sets"] + se["sets"])
                     sim = pair_jaccard(sets, a, b)
                 else:
                     sim = jaccard_estimate(sig[a], sig[b])
                 ok = sim >= threshold
+                ref_pairs.extend(
+                    (int(p), int(i), float(s), "near") for p, i, s in zip(a[ok], b_e[ok], sim[ok])
+                )
+                keep = np.array([int(x) not in kind for x in b_e], bool)
+                a, b, b_e, sim, ok = a[keep], b[keep], b_e[keep], sim[keep], ok[keep]
                 for ra, eb, s in sorted(
                     zip(a[ok], b_e[ok], sim[ok]), key=lambda t: (t[1], -t[2], t[0])
                 ):
@@ -165,9 +220,10 @@ class TrainEvalOverlap(Rule):
         e_snip = dict(zip(shown, texts(se.get("snip", []), np.asarray(shown, np.int64))))
         ref_pos = sorted({p for i in shown for p, _ in matches[i][:1]})
         r_snip = dict(zip(ref_pos, texts(sr.get("snip", []), np.asarray(ref_pos, np.int64))))
-        for i in leaked:
-            best = matches[i][0]
-            result.flags.append(Flag(ev, int(e_rows[i]), f"{ref}:{int(r_rows[best[0]])}", kind[i]))
+        best = {i: matches[i][0][1] for i in leaked}
+        result.flags.extend(
+            self._flags(ev, ref, ctx, se, sr, e_rows, r_rows, kind, best, ref_pairs)
+        )
         for i in shown:
             best_pos, best_sim = matches[i][0]
             train_rows = [int(r_rows[p]) for p, _ in matches[i]]

@@ -12,6 +12,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...tokenizer import tokenizer_for
+from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
 
@@ -48,7 +49,9 @@ class LengthOutliers(Rule):
         log(1 + length). Rows more than ``z`` scaled MADs above the median are long outliers (a
         warning); non-empty rows more than ``z`` below are short outliers (a note). Thresholds
         are snapped to the histogram's bin edges so counts are exact; examples are the most
-        extreme rows. Empty rows are left to TXT001.
+        extreme rows. Empty rows are left to TXT001. Outlier rows are flagged ``long`` or
+        ``short`` with their length as score and the action ``review`` (a long row may be a
+        whole file to split; a short one a fragment), short ones with severity info.
 
     Why it matters:
         A handful of rows thousands of times longer than the rest is usually a parsing accident
@@ -96,7 +99,7 @@ class LengthOutliers(Rule):
 
     def _empty(self) -> dict[str, Any]:
         e = np.zeros(0, np.int64)
-        return {"hist": Histogram(), "long": (e, e), "short": (e, e), "texts": {}}
+        return {"hist": Histogram(), "long": (e, e), "short": (e, e), "texts": {}, "ids": {}}
 
     def _keep(self, s: dict[str, Any], max_examples: int) -> None:
         s["long"] = _top(*s["long"], self.max_flags, True)
@@ -105,6 +108,9 @@ class LengthOutliers(Rule):
             s["short"][1][:max_examples].tolist()
         )
         s["texts"] = {r: t for r, t in s["texts"].items() if r in keep}
+        if s["ids"]:
+            flagged = set(s["long"][1].tolist()) | set(s["short"][1].tolist())
+            s["ids"] = {r: i for r, i in s["ids"].items() if r in flagged}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         max_examples, chars = state["limit"]
@@ -119,6 +125,9 @@ class LengthOutliers(Rule):
         for key, longest in (("long", True), ("short", False)):
             top_l, top_r = _top(lens, rows, self.max_flags, longest)
             s[key] = (np.concatenate([s[key][0], top_l]), np.concatenate([s[key][1], top_r]))
+            ids = ids_at(batch, top_r - batch.offset)
+            if ids:
+                s["ids"].update(zip(top_r.tolist(), ids))
         self._keep(s, max_examples)
         need = [
             r
@@ -144,6 +153,7 @@ class LengthOutliers(Rule):
                 "long": tuple(np.concatenate([x, y]) for x, y in zip(sa["long"], sb["long"])),
                 "short": tuple(np.concatenate([x, y]) for x, y in zip(sa["short"], sb["short"])),
                 "texts": {**sa["texts"], **sb["texts"]},
+                "ids": {**sa["ids"], **sb["ids"]},
             }
             self._keep(s, max_examples)
             out["splits"][name] = s
@@ -195,7 +205,18 @@ class LengthOutliers(Rule):
                 lens, rows = s[kind]
                 mask = lens >= edge_hi if kind == "long" else lens < edge_lo
                 rows_hit, lens_hit = rows[mask], lens[mask]
-                result.flags.extend(Flag(split, int(r), detail=kind) for r in rows_hit)
+                result.flags.extend(
+                    Flag(
+                        split,
+                        int(r),
+                        detail=kind,
+                        action="review",
+                        severity=sev,
+                        score=int(n),
+                        id=s["ids"].get(int(r)),
+                    )
+                    for r, n in zip(rows_hit, lens_hit)
+                )
                 result.findings.append(
                     Finding(
                         message=(

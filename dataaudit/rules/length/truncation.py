@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...tokenizer import tokenizer_for
+from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
 
@@ -23,6 +24,9 @@ class Truncation(Rule):
         and chat data it also counts rows whose prompt alone (the conversation before the last
         reply) already fills the context: their response is cut off entirely, so the row trains on
         nothing. Without a tokenizer, lengths are whitespace words and the report says so.
+        Truncated rows are flagged ``truncated`` with the action ``review`` (their start still
+        trains) and rows whose response is lost ``response_lost`` with the action ``drop``; the
+        score is the row's (or the prompt's) length, the severity that of the finding.
 
     Why it matters:
         A trainer silently truncates long rows: the end of a document, or the answer of an SFT
@@ -90,6 +94,11 @@ class Truncation(Rule):
             "examples": [],
             "cut_flags": [],
             "cut_examples": [],
+            # per flagged row: its length and id (when the dataset has an id column)
+            "flag_len": [],
+            "flag_ids": [],
+            "cut_len": [],
+            "cut_ids": [],
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -104,6 +113,8 @@ class Truncation(Rule):
         texts = None
         if over.size:
             s["flags"].extend((over + batch.offset).tolist())
+            s["flag_len"].extend(lengths[over].tolist())
+            s["flag_ids"].extend(ids_at(batch, over) or [])
             need = max_examples - len(s["examples"])
             if need > 0:
                 texts = batch.text
@@ -116,6 +127,8 @@ class Truncation(Rule):
             s["cut"] += int(cut.size)
             if cut.size:
                 s["cut_flags"].extend((cut + batch.offset).tolist())
+                s["cut_len"].extend(plen[cut].tolist())
+                s["cut_ids"].extend(ids_at(batch, cut) or [])
                 need = max_examples - len(s["cut_examples"])
                 if need > 0:
                     texts = batch.text if texts is None else texts
@@ -142,6 +155,7 @@ class Truncation(Rule):
                 "examples": (sa["examples"] + sb["examples"])[:max_examples],
                 "cut_flags": sa["cut_flags"] + sb["cut_flags"],
                 "cut_examples": (sa["cut_examples"] + sb["cut_examples"])[:max_examples],
+                **{k: sa[k] + sb[k] for k in ("flag_len", "flag_ids", "cut_len", "cut_ids")},
             }
         return out
 
@@ -160,7 +174,10 @@ class Truncation(Rule):
             result.metric("truncated_rate", rate, Direction.LOWER, split=split)
             result.metric(f"{unit}_lost", s["lost"], Direction.LOWER, split=split, unit=unit)
             if s["truncated"]:
-                result.flags.extend(Flag(split, r, detail="truncated") for r in s["flags"])
+                severity = Severity.ERROR if rate > self.max_rate else Severity.WARN
+                result.flags.extend(
+                    _flags(split, s["flags"], s["flag_len"], s["flag_ids"], "truncated", severity)
+                )
                 result.findings.append(
                     Finding(
                         message=(
@@ -168,7 +185,7 @@ class Truncation(Rule):
                             f"than max_seq_len={limit:,} {unit}; {s['lost']:,} {unit} would be cut"
                         ),
                         key=f"{split}|truncated",
-                        severity=Severity.ERROR if rate > self.max_rate else Severity.WARN,
+                        severity=severity,
                         count=s["truncated"],
                         split=split,
                         examples=[
@@ -183,8 +200,16 @@ class Truncation(Rule):
                 result.metric("response_lost_rows", s["cut"], Direction.LOWER, split=split)
                 result.metric("response_lost_rate", cut_rate, Direction.LOWER, split=split)
                 if s["cut"]:
+                    severity = Severity.ERROR if cut_rate > self.max_rate else Severity.WARN
                     result.flags.extend(
-                        Flag(split, r, detail="response_lost") for r in s["cut_flags"]
+                        _flags(
+                            split,
+                            s["cut_flags"],
+                            s["cut_len"],
+                            s["cut_ids"],
+                            "response_lost",
+                            severity,
+                        )
                     )
                     result.findings.append(
                         Finding(
@@ -194,7 +219,7 @@ class Truncation(Rule):
                                 "cut off entirely and the row trains on nothing"
                             ),
                             key=f"{split}|response_lost",
-                            severity=Severity.ERROR if cut_rate > self.max_rate else Severity.WARN,
+                            severity=severity,
                             count=s["cut"],
                             split=split,
                             examples=[
@@ -205,3 +230,12 @@ class Truncation(Rule):
                         )
                     )
         return result
+
+
+def _flags(split, rows, lengths, ids, kind, severity) -> list[Flag]:
+    action = "drop" if kind == "response_lost" else "review"
+    ids = ids or [None] * len(rows)
+    return [
+        Flag(split, r, detail=kind, action=action, severity=severity, score=n, id=row_id)
+        for r, n, row_id in zip(rows, lengths, ids)
+    ]

@@ -1,0 +1,49 @@
+"""Row ids for flags: the values of the dataset's ``id`` column at the rows a rule flags.
+
+A rule that decides which rows to flag while it scans takes the ids of those rows
+(:func:`ids_at`); a rule that decides in ``finish`` keeps the batch's id column beside its other
+per-row arrays (:func:`id_column`, shared with the batch, so several rules cost memory once for
+string ids) and looks the flagged positions up at the end (:func:`take_ids`). Without an id
+role every function returns None and the flags have no ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..features import Batch
+
+
+def id_column(batch: Batch) -> pa.Array | None:
+    """The batch's id column as large strings (None without an id role)."""
+    col = batch.role("id")
+    if col is None:
+        return None
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_large_string(col.type):
+        return col
+    try:
+        return col.cast(pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # lists, structs: their text
+        return pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.large_string())
+
+
+def ids_at(batch: Batch, idx: np.ndarray | Sequence[int]) -> list[str | None] | None:
+    """Ids of the batch's rows at positions ``idx`` (within the batch)."""
+    col = id_column(batch)
+    if col is None:
+        return None
+    return col.take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+
+
+def take_ids(parts: list[pa.Array], positions: np.ndarray | Sequence[int]) -> list[str | None]:
+    """Ids at ``positions`` of the concatenated ``parts``; all None when there are no parts."""
+    positions = np.asarray(positions, np.int64)
+    if not parts:
+        return [None] * len(positions)
+    ids = pa.chunked_array(parts, pa.large_string())
+    return ids.take(pa.array(positions)).to_pylist()
