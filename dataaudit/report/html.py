@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["render_html"]
+__all__ = ["render_compact", "render_html"]
 
 _STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
@@ -426,3 +426,81 @@ def render_html(data: dict[str, Any]) -> str:
         f"<title>dataaudit report · gate {verdict}</title>"
         f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
+
+
+_COLORS = {
+    "pass": "#1a7f37",
+    "warn": "#9a6700",
+    "fail": "#cf222e",
+    "error": "#8250df",
+    "skipped": "#6e7781",
+    "info": "#0969da",
+}
+_SEV_COLOR = {"error": "fail", "warn": "warn", "info": "info"}
+_COMPACT_FINDINGS = 3  # findings shown per failing or warning rule
+
+
+def _pill(text: str, color: str) -> str:
+    return (
+        f'<span style="background:{color};color:#fff;border-radius:8px;padding:0 6px;'
+        f'font-size:11px;font-weight:700;text-transform:uppercase">{_e(text)}</span>'
+    )
+
+
+def render_compact(data: dict[str, Any]) -> str:
+    """A short HTML summary for notebooks (``Report._repr_html_``): the verdict, the counts,
+    the gate's reasons and the failing, erroring and warning rules with their top findings.
+
+    Inline styles only (a notebook page must not inherit report CSS); every value escaped.
+    """
+    passed = bool(data.get("passed"))
+    s = data.get("summary", {}) or {}
+    verdict = _pill(
+        f"gate {'passed' if passed else 'failed'}", _COLORS["pass" if passed else "fail"]
+    )
+    counts = " · ".join(
+        f"{_num(s.get(k, 0))} {k}" for k in ("fail", "error", "warn", "pass", "skipped")
+    )
+    splits = data.get("dataset", {}).get("splits", {}) or {}
+    rows = ", ".join(
+        f"{_e(name, 100)}: {_num(info.get('rows', 0))}" for name, info in splits.items()
+    )
+    out = [
+        '<div style="font:13px/1.45 system-ui,sans-serif">',
+        f"<div><b>dataaudit</b> {verdict} "
+        f'<span style="color:#656d76">fail_on={_e(data.get("fail_on"))} · {counts} · '
+        f"{_num(s.get('flagged_rows', 0))} rows flagged · rows {rows}</span></div>",
+    ]
+    reasons = (data.get("gate") or {}).get("reasons") or []
+    if reasons and not passed:
+        items = "".join(f"<li>{_e(r, 300)}</li>" for r in reasons[:10])
+        out.append(f'<ul style="margin:4px 0">{items}</ul>')
+    shown = [
+        r for r in data.get("results", []) or [] if r.get("status") in ("fail", "error", "warn")
+    ]
+    shown.sort(key=lambda r: (_STATUS_ORDER.get(r.get("status"), 0), str(r.get("code"))))
+    if shown:
+        cell = 'style="border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top"'
+        out.append('<table style="border-collapse:collapse;margin-top:4px">')
+        for r in shown:
+            st = _status(r)
+            findings = (r.get("findings") or [])[:_COMPACT_FINDINGS]
+            lines = "<br>".join(
+                f"{_pill(str(f.get('severity')), _COLORS[_SEV_COLOR.get(f.get('severity'), 'skipped')])} "
+                f"{_e(f.get('message'), 300)}"
+                for f in findings
+            ) or _e(r.get("message"), 300)
+            more = len(r.get("findings") or []) - len(findings)
+            if more > 0:
+                lines += f'<br><span style="color:#656d76">… {more:,} more</span>'
+            out.append(
+                f"<tr><td {cell}>{_pill(st, _COLORS[st])}</td>"
+                f"<td {cell}><b>{_e(r.get('code'))}</b> {_e(r.get('name'))}</td>"
+                f"<td {cell}>{lines}</td></tr>"
+            )
+        out.append("</table>")
+    out.append(
+        '<div style="color:#656d76">report.to_html(path): the full report · '
+        "report.flags(): the flagged rows · report.apply(data): drop them</div></div>"
+    )
+    return "".join(out)

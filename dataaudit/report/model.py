@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from ..context import AuditContext
     from ..engine import RuleRun, ScanState
 
-SCHEMA_VERSION = "1.1"  # 1.1: the top-level "gate" object
-FLAG_COLUMNS = ("split", "row", "code", "group", "detail")
+SCHEMA_VERSION = "1.2"  # 1.1: the top-level "gate" object; 1.2: the row "flags" table
+#: the row flags table (see Report.flags); stored column by column in the report's "flags"
+FLAG_COLUMNS = ("split", "row", "id", "code", "severity", "action", "cluster", "score", "detail")
+#: flag columns stored as a dictionary of distinct values and an index per row (few distinct)
+DICT_COLUMNS = ("split", "code", "severity", "action", "detail")
 FLAG_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
 
 
@@ -34,6 +37,88 @@ def flags_format(path: str | Path) -> str:
         f"flags file {path}: unknown extension {Path(str(path)).suffix or '(none)'!r}; the format "
         f"follows it: {', '.join(FLAG_FORMATS)} (or - for CSV on stdout)."
     )
+
+
+_MAX_DETAIL = 200  # characters of a flag's detail kept in the report (it may quote the data)
+_MAX_ID = 256  # characters of an id value kept in the report
+
+
+def _bounded(value: str | None, limit: int) -> str | None:
+    if value is None or len(value) <= limit:
+        return value
+    return value[: limit - 1] + "…"
+
+
+def _flag_key(t: tuple) -> tuple:
+    split, row, id_, code, severity, action, cluster, score, detail = t
+    return (split, row, code, cluster or "", detail or "", action, severity, id_ or "", score or 0)
+
+
+def collect_flags(runs: list[RuleRun]) -> list[tuple]:
+    """Every rule's flags as rows of FLAG_COLUMNS, resolved (severity, action) and sorted."""
+    rows: set[tuple] = set()
+    for run in runs:
+        if run.result is None or run.error is not None:
+            continue
+        code, default = run.rule.code, run.severity
+        for f in run.result.flags:
+            rows.add(
+                (
+                    f.split,
+                    int(f.row),
+                    _bounded(f.id, _MAX_ID),
+                    code,
+                    Severity(f.severity or default).value,
+                    f.action or "review",
+                    f.group,
+                    f.score,
+                    _bounded(f.detail, _MAX_DETAIL),
+                )
+            )
+    return sorted(rows, key=_flag_key)
+
+
+def encode_flags(rows: list[tuple]) -> dict[str, Any]:
+    """The flags table as the report stores it: one array per column, the columns with few
+    distinct values (split, code, severity, action, detail) as ``{"values", "index"}``."""
+    cols = list(zip(*rows)) if rows else [() for _ in FLAG_COLUMNS]
+    out: dict[str, Any] = {"count": len(rows)}
+    for name, values in zip(FLAG_COLUMNS, cols):
+        if name in DICT_COLUMNS:
+            distinct = sorted(set(values), key=lambda v: (v is None, v or ""))
+            at = {v: i for i, v in enumerate(distinct)}
+            out[name] = {"values": distinct, "index": [at[v] for v in values]}
+        else:
+            out[name] = list(values)
+    return out
+
+
+FLAG_SCHEMA = {
+    "split": "String",
+    "row": "Int64",
+    "id": "String",
+    "code": "String",
+    "severity": "String",
+    "action": "String",
+    "cluster": "String",
+    "score": "Float64",
+    "detail": "String",
+}
+
+
+def decode_flags(stored: dict[str, Any]) -> pl.DataFrame:
+    import polars as pl
+
+    columns = {}
+    for name in FLAG_COLUMNS:
+        dtype = getattr(pl, FLAG_SCHEMA[name])
+        value = stored[name]
+        if name in DICT_COLUMNS:
+            values = pl.Series(name, value["values"], dtype=dtype)
+            columns[name] = values.gather(pl.Series(value["index"], dtype=pl.UInt32))
+        else:
+            columns[name] = pl.Series(name, value, dtype=dtype)
+    return pl.DataFrame(columns)
 
 
 def rule_status(run: RuleRun, fail_on: Severity) -> Status:
@@ -191,9 +276,8 @@ def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: st
 class Report:
     """What an audit found. ``passed`` is the gate; ``to_json()`` is the contract."""
 
-    def __init__(self, data: dict[str, Any], flags: list[tuple] | None = None):
+    def __init__(self, data: dict[str, Any]):
         self.data = data
-        self._flags = flags or []
 
     # -- building -----------------------------------------------------------------------------
     @classmethod
@@ -222,14 +306,7 @@ class Report:
         if stopped:  # the rules that were running are errors; say why the data is partial
             reasons.insert(0, f"the scan stopped before the end of the input: {_short(stopped)}")
         passed = not reasons
-        flags: list[tuple] = []
-        for run in state.runs:
-            if run.result is not None and run.error is None:
-                flags.extend(
-                    (f.split, int(f.row), run.rule.code, f.group, f.detail)
-                    for f in run.result.flags
-                )
-        flags.sort(key=lambda t: (t[0], t[1], t[2], t[3] or "", t[4] or ""))
+        flags = collect_flags(state.runs)
         splits = {
             name: {"kind": ctx.splits[name].kind, **state.identity[name].to_dict()}
             for name in ctx.splits
@@ -259,8 +336,9 @@ class Report:
             "results": results,
             "plugin_errors": list(plugin_errors),
             "seconds": round(seconds, 6),
+            "flags": encode_flags(flags),
         }
-        return cls(data, flags)
+        return cls(data)
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -303,28 +381,72 @@ class Report:
         return self
 
     def flags(self) -> pl.DataFrame:
-        """Row flags: one row per (split, row, code), with cluster/conflict group and detail."""
-        import polars as pl
+        """The rows the rules flagged, one per rule and row (a polars DataFrame).
 
-        cols = list(zip(*self._flags)) if self._flags else [[] for _ in FLAG_COLUMNS]
-        return pl.DataFrame(
-            {name: list(values) for name, values in zip(FLAG_COLUMNS, cols)},
-            schema={
-                "split": pl.String,
-                "row": pl.Int64,
-                "code": pl.String,
-                "group": pl.String,
-                "detail": pl.String,
-            },
-        )
+        Columns: ``split``; ``row`` (0-based position in the split, in input order); ``id`` (the
+        id column's value, when the data has one); ``code`` (the rule); ``severity`` (the
+        flag's, else the rule's configured one); ``action``: ``drop`` (the default remedy
+        removes the row: a duplicate that is not its cluster's kept row, the train copy of a
+        leaked eval row, an empty or unreadable row), ``keep`` (the row a rule keeps: a
+        cluster's representative, the eval side of a leak) or ``review`` (look before acting:
+        label doubts, length outliers, truncation, encoding damage); ``cluster`` (rows flagged
+        together: a duplicate cluster, both sides of a leak, a label conflict); ``score`` (a
+        similarity, confidence or length, per rule; see ``dataaudit explain CODE``); ``detail``.
+        ``apply()`` and ``dataaudit clean`` act on this table.
+        """
+        stored = self.data.get("flags")
+        if stored is None:
+            raise InputError(
+                f"this report (schema {self.data.get('schema_version')}) does not store the row "
+                f"flags (reports do from schema 1.2 on); audit the data again with this version "
+                "of dataaudit."
+            )
+        return decode_flags(stored)
+
+    def apply(
+        self,
+        data: Any,
+        *,
+        drop: list[str] | str | None = None,
+        severity: str = "info",
+        action: list[str] | str = "drop",
+        splits: list[str] | str | None = None,
+    ) -> Any:
+        """``data`` without the rows this report's flags say to drop, in ``data``'s own type.
+
+        ``drop``: rule codes, prefixes, names or groups whose flags count (default: every
+        rule); ``severity``: the least severity of a flag that counts; ``action``: the flag
+        actions that remove a row (default ``drop``; add ``review`` to remove those too);
+        ``splits``: only touch these splits. ``data`` must be what the report audited (same
+        splits, rows and content; checked): a Hugging Face Dataset or DatasetDict, a polars or
+        pandas DataFrame, a pyarrow Table, a list of dicts, or a dict of splits of those.
+        A duplicate cluster's kept row is never dropped by its own rule, so dropping ``DUP``
+        keeps one row per cluster.
+        """
+        from ..remediate import apply
+
+        return apply(self, data, drop=drop, severity=severity, action=action, splits=splits)
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(self.data))
 
     def to_json(self, path: str | Path | None = None, *, indent: int | None = 2) -> str:
-        text = json.dumps(
-            self.data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False
-        )
+        data = self.data
+        flags = data.get("flags") if indent is not None else None
+        if flags is not None:  # the flags table, one line per column, not one per value
+            data = {k: v for k, v in data.items() if k != "flags"}
+        text = json.dumps(data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        if flags is not None:
+            pad = " " * indent
+            lines = [f"{pad}{pad}{json.dumps('count')}: {flags['count']}"] + [
+                f"{pad}{pad}{json.dumps(name)}: "
+                + json.dumps(
+                    flags[name], ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                )
+                for name in FLAG_COLUMNS
+            ]
+            body = ",\n".join(lines)
+            text = text[: text.rindex("}")].rstrip() + f',\n{pad}"flags": {{\n{body}\n{pad}}}\n}}'
         if path is not None:
             atomic_write_text(path, text + "\n")
         return text
@@ -371,7 +493,15 @@ class Report:
 
     def __repr__(self) -> str:
         s = self.data["summary"]
+        verdict = "PASSED" if self.passed else "FAILED"
         return (
-            f"<Report passed={self.passed} rules={s['rules']} fail={s['fail']} error={s['error']} "
-            f"warn={s['warn']} skipped={s['skipped']}>"
+            f"<Report {verdict} rules={s['rules']} fail={s['fail']} error={s['error']} "
+            f"warn={s['warn']} pass={s['pass']} skipped={s['skipped']} "
+            f"flagged_rows={s.get('flagged_rows', 0)}>"
         )
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, the counts and the failing/warning rules' top findings."""
+        from .html import render_compact
+
+        return render_compact(self.data)

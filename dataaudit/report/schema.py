@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .model import SCHEMA_VERSION
+from ..rule import ACTIONS
+from .model import DICT_COLUMNS, FLAG_COLUMNS, SCHEMA_VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
@@ -27,6 +28,58 @@ def _obj(
         "properties": props,
         "required": required if required is not None else list(props),
         "additionalProperties": extra,
+    }
+
+
+def _flags_schema() -> dict[str, Any]:
+    """The row flags table, stored one array per column (``Report.flags()`` decodes it)."""
+
+    def strings(nullable: bool = True, enum: list[str] | None = None) -> dict[str, Any]:
+        item = {"enum": enum} if enum else {"type": ["string", "null"] if nullable else "string"}
+        return {"type": "array", "items": item}
+
+    def dictionary(values: dict[str, Any], what: str) -> dict[str, Any]:
+        return {
+            **_obj(
+                {
+                    "values": values,
+                    "index": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                }
+            ),
+            "description": f"{what}: the distinct values, and per flag the index of its value",
+        }
+
+    def column(schema: dict[str, Any], what: str) -> dict[str, Any]:
+        return {**schema, "description": what}
+
+    return {
+        **_obj(
+            {
+                "count": {"type": "integer", "minimum": 0},
+                "split": dictionary(strings(False), "the split"),
+                "row": column(
+                    {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    "0-based position of the row in its split, in input order",
+                ),
+                "id": column(strings(), "the row's id column value (null without an id column)"),
+                "code": dictionary(strings(False), "the rule that flags the row"),
+                "severity": dictionary(strings(enum=_SEVERITY), "the flag's severity"),
+                "action": dictionary(
+                    strings(enum=list(ACTIONS)),
+                    "what the default remedy does with the row: drop, keep or review",
+                ),
+                "cluster": column(
+                    strings(), "rows flagged together: a duplicate cluster, a leak, a conflict"
+                ),
+                "score": column(
+                    {"type": "array", "items": {"type": ["number", "null"]}},
+                    "a similarity, confidence or length, per rule",
+                ),
+                "detail": dictionary(strings(), "a short description"),
+            }
+        ),
+        "description": "Row flags, one per rule and row, stored column by column; every "
+        "column has `count` entries (a dictionary column in its index).",
     }
 
 
@@ -132,6 +185,7 @@ def report_schema() -> dict[str, Any]:
                 "results": {"type": "array", "items": result},
                 "plugin_errors": {"type": "array", "items": {"type": "string"}},
                 "seconds": {"type": "number", "minimum": 0},
+                "flags": _flags_schema(),
             }
         ),
     }
@@ -144,8 +198,8 @@ def schema_json() -> str:
 # -- reading reports back (diff, Report.load) ------------------------------------------------------
 # jsonschema is only a test dependency, so loading checks a report against the schema above with
 # the few keywords it uses. Lenient where versions may differ: unknown keys are allowed (a newer
-# minor version may add some) and keys added after 1.0 are not required.
-_ADDED_AFTER_1_0 = {"gate"}
+# minor version may add some) and a key is required only from the version that added it.
+_ADDED_IN = {"gate": (1, 1), "flags": (1, 2)}
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -164,7 +218,13 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+def _check(
+    value: Any,
+    schema: dict[str, Any],
+    path: str,
+    errors: list[str],
+    optional: frozenset[str] = frozenset(),
+) -> None:
     if len(errors) >= 5:
         return
     types = schema.get("type")
@@ -187,17 +247,65 @@ def _check(value: Any, schema: dict[str, Any], path: str, errors: list[str]) -> 
     if isinstance(value, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", []):
-            if key not in value and key not in _ADDED_AFTER_1_0:
+            if key not in value and key not in optional:
                 errors.append(f"{path}: missing key {key!r}")
         extra = schema.get("additionalProperties")
         for key, item in value.items():
             if key in props:
-                _check(item, props[key], f"{path}.{key}", errors)
+                _check(item, props[key], f"{path}.{key}", errors, optional)
             elif isinstance(extra, dict):
-                _check(item, extra, f"{path}.{key}", errors)
+                _check(item, extra, f"{path}.{key}", errors, optional)
     elif isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
-            _check(item, schema["items"], f"{path}[{i}]", errors)
+            _check(item, schema["items"], f"{path}[{i}]", errors, optional)
+
+
+def _first_bad(values: list[Any], item: dict[str, Any]) -> int | None:
+    """Index of the first value that ``item`` (a type or enum) rejects: one pass, no recursion,
+    as flags can be millions."""
+    if "enum" in item:
+        allowed = item["enum"]
+        ok: Any = lambda v: v in allowed  # noqa: E731
+    else:
+        types = item["type"] if isinstance(item["type"], list) else [item["type"]]
+        checks = [_JSON_TYPES[t] for t in types]
+        low = item.get("minimum")
+        ok = lambda v: any(c(v) for c in checks) and (low is None or v is None or v >= low)  # noqa: E731
+    return next((i for i, v in enumerate(values) if not ok(v)), None)
+
+
+def _check_flags(flags: Any, schema: dict[str, Any], errors: list[str]) -> None:
+    """The flags table: every column an array of ``count`` valid entries."""
+    if not isinstance(flags, dict) or not isinstance(flags.get("count"), int):
+        errors.append("$.flags: expected an object with a count and one array per column")
+        return
+    n = flags["count"]
+    for name in FLAG_COLUMNS:
+        path, col, props = f"$.flags.{name}", flags.get(name), schema["properties"][name]
+        if name in DICT_COLUMNS:
+            if not isinstance(col, dict) or not all(
+                isinstance(col.get(k), list) for k in ("values", "index")
+            ):
+                errors.append(f"{path}: expected {{values: [...], index: [...]}}")
+                continue
+            values, col = col["values"], col["index"]
+            bad = _first_bad(values, props["properties"]["values"]["items"])
+            if bad is not None:
+                errors.append(f"{path}.values[{bad}]: {json.dumps(values[bad])[:60]} is not valid")
+            item = {"type": "integer", "minimum": 0}
+            bad = _first_bad(col, item)
+            if bad is None:
+                bad = next((i for i, v in enumerate(col) if v >= len(values)), None)
+            path += ".index"
+        else:
+            if not isinstance(col, list):
+                errors.append(f"{path}: expected an array")
+                continue
+            bad = _first_bad(col, props["items"])
+        if bad is not None:
+            errors.append(f"{path}[{bad}]: {json.dumps(col[bad])[:60]} is not valid")
+        elif len(col) != n:
+            errors.append(f"{path}: {len(col)} entries, but count is {n}")
 
 
 def report_problems(data: Any) -> list[str]:
@@ -218,6 +326,14 @@ def report_problems(data: Any) -> list[str]:
         return [f"its report schema {version} is older than {ours}.x and cannot be read"]
     schema = report_schema()
     schema["properties"]["schema_version"] = {"type": "string"}
+    flags_schema = schema["properties"].pop("flags")  # checked column by column below
+    schema["required"].remove("flags")
+    minor = (major, int(version.split(".")[1]))
+    optional = frozenset(k for k, added in _ADDED_IN.items() if minor < added)
     errors: list[str] = []
-    _check(data, schema, "$", errors)
+    _check({k: v for k, v in data.items() if k != "flags"}, schema, "$", errors, optional)
+    if "flags" in data:
+        _check_flags(data["flags"], flags_schema, errors)
+    elif "flags" not in optional:
+        errors.append("$: missing key 'flags'")
     return errors

@@ -141,7 +141,7 @@ def test_flags_frame_and_examples_are_bounded():
     long = "x" * 5000 + "\ufffd"
     report = audit([{"text": long}] * 12, select=["TXT002"], rules=None)
     flags = report.flags()
-    assert flags.columns == ["split", "row", "code", "group", "detail"]
+    assert flags.columns == ["split", "row", "id", "code", "severity", "action", "cluster", "score", "detail"]
     assert flags["row"].to_list() == list(range(12))
     finding = report.result("TXT002")["findings"][0]
     assert finding["count"] == 12

@@ -9,7 +9,7 @@ def _groups(report, code, split):
     fl = report.flags()
     fl = fl.filter((fl["code"] == code) & (fl["split"] == split))
     groups = defaultdict(set)
-    for row, group in zip(fl["row"].to_list(), fl["group"].to_list()):
+    for row, group in zip(fl["row"].to_list(), fl["cluster"].to_list()):
         groups[group].add(row)
     return {frozenset(v) for v in groups.values()}
 
@@ -25,7 +25,7 @@ def test_every_planted_exact_duplicate_is_found(truth, classification_report):
 def test_exact_duplicate_flags_keep_the_first_row(classification_report):
     fl = classification_report.flags()
     fl = fl.filter(fl["code"] == "DUP001")
-    for row, group, detail in zip(fl["row"], fl["group"], fl["detail"]):
+    for row, group, detail in zip(fl["row"], fl["cluster"], fl["detail"]):
         assert detail == ("kept" if str(row) == group else "duplicate")
 
 

@@ -74,7 +74,7 @@ def test_flags_mark_kept_and_duplicate():
     rows = [{"text": BASE}, {"text": _edit(BASE, 5)}, {"text": _edit(BASE, 9)}, {"text": "x y"}]
     r = dataaudit.audit(rows, select=["DUP002"])
     fl = _flags(r, "DUP002").sort("row")
-    assert fl["group"].to_list() == ["0", "0", "0"]
+    assert fl["cluster"].to_list() == ["0", "0", "0"]
     assert fl["detail"].to_list() == ["kept", "duplicate", "duplicate"]
 
 
