@@ -240,6 +240,8 @@ def _alternatives(cls: type, name: str, spec: inspect.Parameter, value: Any) -> 
         return [value + 1, value * 2, max(1, value // 2)]
     if isinstance(value, float):
         return [value / 2, min(1.0, value * 1.5) if value < 1 else value * 2]
+    if isinstance(value, str):
+        return [f"{value}-other"]
     return []
 
 

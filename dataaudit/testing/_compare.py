@@ -100,8 +100,9 @@ def _diff_ndarray(a: np.ndarray, b: np.ndarray, path: str, rel_tol: float, depth
         same = a == b
     bad = np.flatnonzero(~np.asarray(same).reshape(-1))
     if bad.size:
-        i = np.unravel_index(int(bad[0]), a.shape) if a.ndim else ()
-        return f"{path}: {bad.size} array values differ, first at {list(i)}: {a[i]!r} != {b[i]!r}"
+        i = tuple(int(x) for x in np.unravel_index(int(bad[0]), a.shape)) if a.ndim else ()
+        x, y = a[i].item(), b[i].item()
+        return f"{path}: {bad.size} array values differ, first at {list(i)}: {x!r} != {y!r}"
     return None
 
 
