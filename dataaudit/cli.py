@@ -1,4 +1,4 @@
-"""dataaudit audit | diff | rules | explain | schema.
+"""dataaudit audit | diff | rules | explain | schema | clean.
 
 Exit codes: 0 passed, 1 gate failed (or a diff regressed with --fail-on-regression),
 2 usage / input / config error, 3 internal error.
@@ -10,6 +10,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -216,10 +217,34 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _summary_line(cls: Any) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .registry import load_rules
+    from .registry import _check_selectors, _specificity, load_rules, select_rules
 
     ruleset = load_rules()
+    one_rule = args.code.upper() in ruleset.rules or args.code in ruleset.by_name()
+    if not one_rule and not re.fullmatch(r"[A-Za-z]{2,5}[0-9]{3}", args.code):
+        # a prefix, a name prefix or a group: the rules it selects, one line each
+        _check_selectors([args.code], ruleset, "explain")
+        chosen = select_rules(ruleset, [args.code])
+        preview = [
+            cls
+            for cls in ruleset.rules.values()
+            if not cls.stable and cls not in chosen and _specificity(args.code, cls) is not None
+        ]
+        print(f"{args.code} selects {len(chosen)} rule{'s' * (len(chosen) != 1)}:")
+        for cls in chosen:
+            print(f"  {cls.code:<9} {cls.name:<32} {_summary_line(cls)}")
+        for cls in preview:
+            print(f"  {cls.code:<9} {cls.name + ' (preview)':<32} {_summary_line(cls)}")
+        if preview:
+            print("preview rules run only when selected by their code.")
+        print("`dataaudit explain CODE` shows one rule's documentation and options.")
+        return EXIT_OK
     cls = ruleset.get(args.code)
     doc = inspect.getdoc(cls) or "(no documentation)"
     print(f"{cls.code} · {cls.name}")
@@ -238,6 +263,35 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"      severity: {cls.severity.value}")
     for name, spec in specs.items():
         print(f"      {name}: {json.dumps(spec.default)}")
+    return EXIT_OK
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from .remediate import MANIFEST_NAME, clean
+
+    data: Any = args.paths[0] if len(args.paths) == 1 else list(args.paths)
+    manifest = clean(
+        args.report,
+        data,
+        args.out,
+        drop=_csv(args.drop),
+        severity=args.severity,
+        action=_csv(args.action) or "drop",
+        splits=_csv(args.splits),
+    )
+    if not args.quiet:
+        from .report.text import safe
+
+        splits = manifest["splits"]
+        removed = sum(s["removed"] for s in splits.values())
+        total = sum(s["rows_in"] for s in splits.values())
+        per = "; ".join(
+            f"{safe(name, 200)}: {s['removed']:,} of {s['rows_in']:,}" for name, s in splits.items()
+        )
+        print(f"removed {removed:,} of {total:,} rows ({per})")
+        files = [str(Path(args.out) / s["file"]) for s in splits.values() if s["file"]]
+        files.append(str(Path(args.out) / MANIFEST_NAME))
+        print("wrote " + ", ".join(safe(f, 500) for f in files))
     return EXIT_OK
 
 
@@ -357,9 +411,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rules)
 
-    p = sub.add_parser("explain", help="show a rule's documentation and options")
-    p.add_argument("code")
+    p = sub.add_parser(
+        "explain",
+        help="show a rule's documentation and options (a prefix or group: the rules it selects)",
+    )
+    p.add_argument(
+        "code", metavar="RULE", help="a code or name; or a prefix or group (DUP, default)"
+    )
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser(
+        "clean",
+        help="write a copy of the data without the rows a report's flags drop",
+        description="Write DATA without the rows the report's flags drop, one file per split in "
+        "the input's format, and a manifest of what was removed and why, into a new folder. "
+        "DATA must be what the report audited (its splits, row counts and content are checked).",
+    )
+    p.add_argument("paths", nargs="+", metavar="DATA", help="what `dataaudit audit` was given")
+    p.add_argument("--report", required=True, metavar="FILE", help="the audit's JSON report")
+    p.add_argument("--out", required=True, metavar="DIR", help="a new or empty folder")
+    p.add_argument(
+        "--drop",
+        action="append",
+        metavar="RULES",
+        help="codes, prefixes or groups whose flags count, e.g. DUP,LEAK001 (default: all)",
+    )
+    p.add_argument(
+        "--severity",
+        choices=["info", "warn", "error"],
+        default="info",
+        help="the least severity of a flag that counts (default info: all)",
+    )
+    p.add_argument(
+        "--action",
+        action="append",
+        metavar="ACTIONS",
+        help="flag actions that remove a row: drop (default), review",
+    )
+    p.add_argument("--splits", action="append", metavar="SPLITS", help="only clean these splits")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    p.set_defaults(func=cmd_clean)
 
     p = sub.add_parser("schema", help="print the report's JSON Schema")
     p.set_defaults(func=cmd_schema)

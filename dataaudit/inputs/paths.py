@@ -39,7 +39,14 @@ _SPLIT_WORDS = {
     "holdout",
 }
 # files that sit beside Hugging Face data and describe it: never data themselves
-METADATA_FILES = {"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"}
+# (and the manifest `dataaudit clean` writes beside the cleaned files, remediate.MANIFEST_NAME)
+METADATA_FILES = {
+    "dataset_info.json",
+    "dataset_infos.json",
+    "dataset_dict.json",
+    "state.json",
+    "dataaudit-manifest.json",
+}
 
 
 def glob_root(pattern: str) -> Any:
