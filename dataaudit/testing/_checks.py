@@ -232,7 +232,7 @@ def check_start_does_no_io(case: Case) -> None:
 
 
 # -- merge refuses incompatible states -------------------------------------------------------------
-def _alternatives(cls: type, name: str, spec: inspect.Parameter, value: Any) -> list[Any]:
+def _alternatives(value: Any) -> list[Any]:
     """Valid-looking other values of an option, to build a state that should not merge."""
     if isinstance(value, bool):
         return [not value]
@@ -251,8 +251,8 @@ def _variations(case: Case, rule: Any) -> list[tuple[str, dict[str, Any], dict[s
     if case.tokenizer is not None:
         out.append(("no tokenizer (the word fallback)", {}, {"tokenizer": False}))
     params = rule.get_params()
-    for name, spec in case.cls.option_specs().items():
-        for alt in _alternatives(case.cls, name, spec, params[name]):
+    for name in case.cls.option_specs():
+        for alt in _alternatives(params[name]):
             candidate = case.rule(**{name: alt})
             try:
                 getattr(candidate, "check_options", lambda: None)()
