@@ -260,18 +260,33 @@ def _check(
             _check(item, schema["items"], f"{path}[{i}]", errors, optional)
 
 
+_PY_TYPES = {"string": {str}, "null": {type(None)}, "integer": {int}, "number": {int, float}}
+
+
 def _first_bad(values: list[Any], item: dict[str, Any]) -> int | None:
-    """Index of the first value that ``item`` (a type or enum) rejects: one pass, no recursion,
-    as flags can be millions."""
+    """Index of the first value that ``item`` (a type or enum) rejects, without recursion: flags
+    can be millions, so the common case (all valid) is decided by set operations first."""
     if "enum" in item:
         allowed = item["enum"]
-        ok: Any = lambda v: v in allowed  # noqa: E731
-    else:
-        types = item["type"] if isinstance(item["type"], list) else [item["type"]]
-        checks = [_JSON_TYPES[t] for t in types]
-        low = item.get("minimum")
-        ok = lambda v: any(c(v) for c in checks) and (low is None or v is None or v >= low)  # noqa: E731
-    return next((i for i, v in enumerate(values) if not ok(v)), None)
+        try:
+            if set(values) <= set(allowed):
+                return None
+        except TypeError:  # a list or an object among the values
+            pass
+        return next(i for i, v in enumerate(values) if v not in allowed)
+    types = item["type"] if isinstance(item["type"], list) else [item["type"]]
+    low = item.get("minimum")
+    py = set().union(*(_PY_TYPES[t] for t in types))
+    if set(map(type, values)) <= py:
+        numbers = [v for v in values if v is not None] if low is not None else []
+        if not numbers or min(numbers) >= low:
+            return None
+    checks = [_JSON_TYPES[t] for t in types]
+    return next(
+        i
+        for i, v in enumerate(values)
+        if not any(c(v) for c in checks) or (low is not None and v is not None and v < low)
+    )
 
 
 def _check_flags(flags: Any, schema: dict[str, Any], errors: list[str]) -> None:

@@ -142,6 +142,13 @@ def test_the_report_schema_describes_the_flags(report):
     assert any(p.startswith("$.flags.action.values[0]") for p in report_problems(bad))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, report_schema())
+    for value, where in ((True, "row[3]"), (-1, "row[3]"), ([], "row[3]")):
+        mangled = report.to_dict()
+        mangled["flags"]["row"][3] = value
+        assert [p for p in report_problems(mangled) if p.startswith(f"$.flags.{where}")]
+    mangled = report.to_dict()
+    mangled["flags"]["severity"]["index"][0] = 99
+    assert [p for p in report_problems(mangled) if p.startswith("$.flags.severity.index[0]")]
     missing = {k: v for k, v in report.to_dict().items() if k != "flags"}
     assert report_problems(missing) == ["$: missing key 'flags'"]
 
