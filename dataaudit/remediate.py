@@ -593,16 +593,17 @@ def _copy_arrow(paths, keep, target) -> None:
 
     from .readers import iter_arrow
 
-    writer = None
+    writer = schema = None
     i = 0
     try:
         for path in paths:
             for rb in iter_arrow(path, BATCH_ROWS):
                 if writer is None:
-                    writer = pa.ipc.new_stream(str(target), rb.schema)
+                    schema = rb.schema
+                    writer = pa.ipc.new_stream(str(target), schema)
                 part = rb.filter(pa.array(keep[i : i + rb.num_rows]))
                 i += rb.num_rows
-                writer.write_batch(part.cast(writer.schema))
+                writer.write_batch(part.cast(schema))
     finally:
         if writer is not None:
             writer.close()

@@ -210,3 +210,36 @@ def test_explain_a_prefix_or_group_lists_its_rules(capsys):
     assert "What it does:" in capsys.readouterr().out
     assert main(["explain", "DUPLICATE"]) == 2
     assert "matches no rule" in capsys.readouterr().err
+
+
+def test_arrow_zstd_json_lines_and_text_keep_their_format(tmp_path):
+    import pyarrow as pa
+
+    rows = [json.loads(line) for line in (FIXTURE / "train.jsonl").read_text().splitlines()]
+    for r in rows:  # one type per Arrow column
+        r["text"] = None if r["text"] is None else str(r["text"])
+    src = tmp_path / "data"
+    src.mkdir()
+    table = pa.Table.from_pylist(rows)
+    with pa.ipc.new_stream(str(src / "train.arrow"), table.schema) as writer:
+        writer.write_table(table)
+    with pa.CompressedOutputStream(str(src / "test.jsonl.zst"), "zstd") as fh:
+        fh.write((FIXTURE / "test.jsonl").read_bytes())
+    text = tmp_path / "text"
+    text.mkdir()
+    lines = [(r["text"] or "").replace("\n", " ") for r in rows]
+    (text / "train.txt").write_text("\n".join(lines) + "\n")
+    for data, names in ((src, ["test.jsonl.zst", "train.arrow"]), (text, ["train.txt"])):
+        report, out = tmp_path / f"{data.name}.json", tmp_path / f"clean-{data.name}"
+        main(["audit", str(data), "--json", str(report), "-q"])
+        assert main(["clean", str(data), "--report", str(report), "--out", str(out), "-q"]) == 0
+        assert sorted(p.name for p in out.iterdir()) == sorted([*names, MANIFEST_NAME])
+        manifest = json.loads((out / MANIFEST_NAME).read_text())
+        again = audit(str(out), select=["DUP", "LEAK001", "TXT001"])
+        assert all(again.status(c) == "pass" for c in ("DUP001", "DUP002", "TXT001"))
+        rows_out = {s: v["rows"] for s, v in again.data["dataset"]["splits"].items()}
+        assert rows_out == {s: v["rows_out"] for s, v in manifest["splits"].items()}
+    kept = pa.ipc.open_stream(str(tmp_path / "clean-data" / "train.arrow")).read_all()
+    assert kept.schema == table.schema and kept.num_rows < 600
+    with pa.input_stream(str(tmp_path / "clean-data" / "test.jsonl.zst"), compression="zstd") as fh:
+        assert fh.read() == (FIXTURE / "test.jsonl").read_bytes()
