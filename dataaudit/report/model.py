@@ -43,53 +43,69 @@ _MAX_DETAIL = 200  # characters of a flag's detail kept in the report (it may qu
 _MAX_ID = 256  # characters of an id value kept in the report
 
 
-def _bounded(value: str | None, limit: int) -> str | None:
-    if value is None or len(value) <= limit:
-        return value
-    return value[: limit - 1] + "…"
+def _bounded(values: pl.Series, limit: int) -> pl.Series:
+    import polars as pl
+
+    long = values.str.len_chars() > limit
+    if not long.any():
+        return values
+    cut = values.str.slice(0, limit - 1) + "…"
+    return pl.select(pl.when(long).then(cut).otherwise(values)).to_series().alias(values.name)
 
 
-def _flag_key(t: tuple) -> tuple:
-    split, row, id_, code, severity, action, cluster, score, detail = t
-    return (split, row, code, cluster or "", detail or "", action, severity, id_ or "", score or 0)
+#: the order of the table: by row, then rule, then what tells two flags of one rule apart
+_FLAG_ORDER = ["split", "row", "code", "cluster", "detail", "action", "severity", "id", "score"]
 
 
-def collect_flags(runs: list[RuleRun]) -> list[tuple]:
-    """Every rule's flags as rows of FLAG_COLUMNS, resolved (severity, action) and sorted."""
-    rows: set[tuple] = set()
+def collect_flags(runs: list[RuleRun]) -> pl.DataFrame:
+    """Every rule's flags as a table of FLAG_COLUMNS: severity and action resolved, untrusted
+    text bounded, duplicates removed, sorted (columns built at once: flags can be millions)."""
+    import polars as pl
+
+    columns: dict[str, list[Any]] = {name: [] for name in FLAG_COLUMNS}
     for run in runs:
-        if run.result is None or run.error is not None:
+        if run.result is None or run.error is not None or not run.result.flags:
             continue
-        code, default = run.rule.code, run.severity
-        for f in run.result.flags:
-            rows.add(
-                (
-                    f.split,
-                    int(f.row),
-                    _bounded(f.id, _MAX_ID),
-                    code,
-                    Severity(f.severity or default).value,
-                    f.action or "review",
-                    f.group,
-                    f.score,
-                    _bounded(f.detail, _MAX_DETAIL),
-                )
-            )
-    return sorted(rows, key=_flag_key)
+        flags = run.result.flags
+        default = run.severity.value
+        columns["split"] += [f.split for f in flags]
+        columns["row"] += [int(f.row) for f in flags]
+        columns["id"] += [f.id for f in flags]
+        columns["code"] += [run.rule.code] * len(flags)
+        columns["severity"] += [default if f.severity is None else f.severity.value for f in flags]
+        columns["action"] += [f.action or "review" for f in flags]
+        columns["cluster"] += [f.group for f in flags]
+        columns["score"] += [f.score for f in flags]
+        columns["detail"] += [f.detail for f in flags]
+    frame = pl.DataFrame(
+        {
+            name: pl.Series(name, columns[name], dtype=getattr(pl, FLAG_SCHEMA[name]))
+            for name in FLAG_COLUMNS
+        }
+    )
+    frame = frame.with_columns(
+        _bounded(frame["id"], _MAX_ID), _bounded(frame["detail"], _MAX_DETAIL)
+    )
+    return frame.unique().sort(_FLAG_ORDER, nulls_last=False)
 
 
-def encode_flags(rows: list[tuple]) -> dict[str, Any]:
+def encode_flags(frame: pl.DataFrame) -> dict[str, Any]:
     """The flags table as the report stores it: one array per column, the columns with few
     distinct values (split, code, severity, action, detail) as ``{"values", "index"}``."""
-    cols = list(zip(*rows)) if rows else [() for _ in FLAG_COLUMNS]
-    out: dict[str, Any] = {"count": len(rows)}
-    for name, values in zip(FLAG_COLUMNS, cols):
-        if name in DICT_COLUMNS:
-            distinct = sorted(set(values), key=lambda v: (v is None, v or ""))
-            at = {v: i for i, v in enumerate(distinct)}
-            out[name] = {"values": distinct, "index": [at[v] for v in values]}
-        else:
-            out[name] = list(values)
+    import polars as pl
+
+    out: dict[str, Any] = {"count": frame.height}
+    for name in FLAG_COLUMNS:
+        column = frame[name]
+        if name not in DICT_COLUMNS:
+            out[name] = column.to_list()
+            continue
+        distinct = sorted(column.drop_nulls().unique().to_list())
+        index = column.cast(pl.Enum(distinct)).to_physical().cast(pl.Int64)
+        if column.null_count():
+            index = index.fill_null(len(distinct))
+            distinct.append(None)
+        out[name] = {"values": distinct, "index": index.to_list()}
     return out
 
 
@@ -331,7 +347,7 @@ class Report:
             "summary": {
                 "rules": len(results),
                 **counts,
-                "flagged_rows": len({(f[0], f[1]) for f in flags}),
+                "flagged_rows": flags.select("split", "row").n_unique(),
             },
             "results": results,
             "plugin_errors": list(plugin_errors),

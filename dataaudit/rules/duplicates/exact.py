@@ -113,19 +113,22 @@ class ExactDuplicates(Rule):
             # flags: every member, group id = smallest row (first in sorted order)
             first_row = rs[np.maximum.accumulate(np.where(new, np.arange(n), 0))] if n else rs
             flagged = np.flatnonzero(in_group)
-            ids = take_ids(sp.get("ids", []), order[flagged])
-            for i, row_id in zip(flagged, ids):
-                kept = bool(new[i])
-                result.flags.append(
-                    Flag(
-                        split,
-                        int(rs[i]),
-                        str(int(first_row[i])),
-                        "kept" if kept else "duplicate",
-                        action="keep" if kept else "drop",
-                        id=row_id,
-                    )
+            result.flags.extend(
+                Flag(
+                    split,
+                    row,
+                    str(first),
+                    "kept" if kept else "duplicate",
+                    action="keep" if kept else "drop",
+                    id=row_id,
                 )
+                for row, first, kept, row_id in zip(
+                    rs[flagged].tolist(),
+                    first_row[flagged].tolist(),
+                    new[flagged].tolist(),
+                    take_ids(sp.get("ids", []), order[flagged]),
+                )
+            )
             # findings: the largest groups
             sizes = size[gid[starts]]
             pick = starts[np.lexsort((rs[starts], -sizes))][: int(self.max_findings)]

@@ -52,15 +52,6 @@ def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
     return cols
 
 
-def similarity(sets: ShingleSets | None, sig: np.ndarray, a: np.ndarray, b: np.ndarray):
-    """Jaccard of the row pairs (a, b): exact from the shingle sets when kept, else estimated."""
-    if sets is not None:
-        return pair_jaccard(sets, a, b)
-    from ...sketches.minhash import jaccard_estimate
-
-    return jaccard_estimate(sig[a], sig[b])
-
-
 def check_minhash_options(rule: Any) -> None:
     """The option checks DUP002 and LEAK001 share (both build on the same MinHash features)."""
     if not 0.0 < float(rule.threshold) <= 1.0:
@@ -94,9 +85,9 @@ class NearDuplicates(Rule):
         distribution, the largest clusters with examples and their similarity to the kept row,
         and the rate per source. Rows of a cluster are flagged with the cluster id (its smallest
         row): the smallest row ``kept`` with the action ``keep``, the others ``duplicate`` with
-        the action ``drop`` and their Jaccard with the kept row as score (clusters are connected
-        components, so a member can score below the threshold through a chain of near
-        duplicates). Clusters whose rows are all the same normalized text
+        the action ``drop``; the score is the Jaccard of the row's closest verified pair in its
+        cluster (1.0 for identical signatures). Clusters whose rows are all the same normalized
+        text
         count in the rate but are left to DUP001 for findings. Rows without any shingle (empty
         text) are never clustered; their count is reported.
 
@@ -231,20 +222,29 @@ class NearDuplicates(Rule):
         )
         result.metric("rows_without_shingles", no_shingle, Direction.NONE, split=split)
         flagged = np.flatnonzero(member)
-        scores = similarity(sets, sig, labels[flagged], flagged) if len(flagged) else []
-        ids = take_ids(sp.get("ids", []), flagged)
-        for i, score, row_id in zip(flagged, scores, ids):
-            result.flags.append(
-                Flag(
-                    split,
-                    int(rows[i]),
-                    str(int(rows[labels[i]])),
-                    "kept" if kept[i] else "duplicate",
-                    action="keep" if kept[i] else "drop",
-                    score=1.0 if kept[i] else round(float(score), 4),
-                    id=row_id,
-                )
+        # score: the row's closest verified pair (free: the clustering computed it)
+        closest = np.zeros(n)
+        if len(ea):
+            np.maximum.at(closest, ea, es)
+            np.maximum.at(closest, eb, es)
+        result.flags.extend(
+            Flag(
+                split,
+                row,
+                str(cluster),
+                "kept" if keep else "duplicate",
+                action="keep" if keep else "drop",
+                score=score,
+                id=row_id,
             )
+            for row, cluster, keep, score, row_id in zip(
+                rows[flagged].tolist(),
+                rows[labels[flagged]].tolist(),
+                kept[flagged].tolist(),
+                np.round(closest[flagged], 4).tolist(),
+                take_ids(sp.get("ids", []), flagged),
+            )
+        )
         # clusters with more than one distinct text get findings (exact-only ones: DUP001)
         order = np.lexsort((np.arange(n)[member], h[member], labels[member]))
         lab_sorted = labels[member][order]
