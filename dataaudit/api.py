@@ -162,8 +162,22 @@ def audit(
         )
     engine.finish(state, ctx, progress=progress)
     return Report.build(
-        state, ctx, cfg, plugin_errors=plugin_errors, seconds=time.perf_counter() - t0
+        state,
+        ctx,
+        cfg,
+        plugin_errors=plugin_errors,
+        seconds=time.perf_counter() - t0,
+        resources=_resources(ctx),
     )
+
+
+def _resources(ctx: AuditContext) -> dict[str, Any]:
+    """Provenance of what the audit resolved: the tokenizer (name, hash, vocabulary, template)."""
+    if ctx.options.get("tokenizer") is None:
+        return {"tokenizer": None}
+    from .tokenizer import tokenizer_for
+
+    return {"tokenizer": tokenizer_for(ctx).describe()}
 
 
 def _check_not_empty(state: engine.ScanState) -> None:

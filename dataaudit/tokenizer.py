@@ -50,10 +50,12 @@ class TokenizerError(ConfigError):
 class TokenizerHandle:
     """A loaded tokenizer (or the word fallback) with what the rules need from it."""
 
-    def __init__(self, key: str, name: str, tokenizer: Any = None):
+    def __init__(self, key: str, name: str, tokenizer: Any = None, chat_template: Any = None):
         self.key = key
         self.name = name
         self.tokenizer = tokenizer
+        #: the tokenizer's chat template (a ChatTemplate), used to measure chat rows
+        self.chat_template = chat_template
         self.unit = "tokens" if tokenizer is not None else "words"
         if tokenizer is None:
             self.vocab_size = WORD_BUCKETS
@@ -77,6 +79,17 @@ class TokenizerHandle:
                     table[tid] = True
         return table
 
+    def describe(self) -> dict[str, Any] | None:
+        """What the report records of the tokenizer (None for the word fallback)."""
+        if self.tokenizer is None:
+            return None
+        return {
+            "name": self.name,
+            "hash": self.key,
+            "vocab_size": self.vocab_size,
+            "chat_template": self.chat_template.describe() if self.chat_template else None,
+        }
+
     @property
     def can_produce_unknown(self) -> bool:
         return self.unknown_table is not None and bool(self.unknown_table.any())
@@ -98,9 +111,12 @@ class TokenizerHandle:
         ids, lengths, _ = self.encode_named(texts)
         return ids, lengths
 
-    def encode_named(self, texts: Any) -> tuple[np.ndarray, np.ndarray, WordNames | None]:
+    def encode_named(
+        self, texts: Any, *, special_tokens: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, WordNames | None]:
         """:meth:`encode`, plus for the word fallback the batch's distinct words with their
-        buckets, in order of first occurrence (None with a tokenizer: ids name themselves)."""
+        buckets, in order of first occurrence (None with a tokenizer: ids name themselves).
+        ``special_tokens=False`` for text a chat template rendered: it has its own."""
         if self.tokenizer is None:
             return self._encode_words(texts)
         import itertools
@@ -109,7 +125,7 @@ class TokenizerHandle:
         nulls = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
         if nulls.any():
             values = ["" if v is None else v for v in values]
-        encodings = self.tokenizer.encode_batch_fast(values, add_special_tokens=True)
+        encodings = self.tokenizer.encode_batch_fast(values, add_special_tokens=special_tokens)
         lengths = np.fromiter((len(e) for e in encodings), np.int64, len(encodings))
         total = int(lengths.sum())
         ids = np.fromiter(itertools.chain.from_iterable(e.ids for e in encodings), np.uint32, total)
@@ -163,19 +179,25 @@ def _set_threads() -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", str(os.cpu_count() or 1))
 
 
-def _from_tokenizer(tok: Any, name: str) -> TokenizerHandle:
+def _from_tokenizer(tok: Any, name: str, template: Any = None) -> TokenizerHandle:
     import xxhash
     from tokenizers import Tokenizer
 
     blob = tok.to_str()
     key = "tok-" + xxhash.xxh3_64_hexdigest(blob.encode())
+    if template is not None:
+        try:
+            template.check()
+        except ValueError as exc:
+            raise TokenizerError(f"tokenizer {name}: {exc}.") from None
+        key += "-tpl-" + template.hash  # the same tokens measured through another template
     with _HANDLES_LOCK:
         handle = _HANDLES.get(key)
         if handle is None:
             copy = Tokenizer.from_str(blob)  # never change the caller's object
             copy.no_truncation()
             copy.no_padding()
-            handle = TokenizerHandle(key, name, copy)
+            handle = TokenizerHandle(key, name, copy, template)
             _HANDLES[key] = handle
     return handle
 
@@ -209,7 +231,10 @@ def resolve_tokenizer(spec: Any) -> TokenizerHandle:
                 f"tokenizer: {type(spec).__name__}.backend_tokenizer is not a "
                 "tokenizers.Tokenizer; pass a fast tokenizer or a tokenizer.json path."
             )
-        return _from_tokenizer(backend, getattr(spec, "name_or_path", None) or type(spec).__name__)
+        from .chat_template import template_from_object
+
+        name = getattr(spec, "name_or_path", None) or type(spec).__name__
+        return _from_tokenizer(backend, name, template_from_object(spec))
     if isinstance(spec, (str, os.PathLike)):
         return _from_name(str(spec))
     raise TokenizerError(
@@ -241,14 +266,19 @@ def _from_name(text: str) -> TokenizerHandle:
                 f"tokenizer: {path} is not a valid tokenizer.json ({exc}). Save one with "
                 "`tokenizer.save('tokenizer.json')` or `AutoTokenizer...save_pretrained(dir)`."
             ) from None
-        return _from_tokenizer(tok, str(path))
+        from .chat_template import find_template
+
+        return _from_tokenizer(tok, str(path), find_template(path))
     if _looks_like_path(text):
         raise TokenizerError(
             f"tokenizer: {text} not found: no such file or folder.{_near(path)}{_HOW}"
         )
     cached = _cached_hub_file(text)
     if cached is not None:
-        return _from_tokenizer(Tokenizer.from_file(cached), text)
+        from .chat_template import find_template
+
+        _cached_hub_file(text, "tokenizer_config.json")  # beside it in the snapshot, if cached
+        return _from_tokenizer(Tokenizer.from_file(cached), text, find_template(Path(cached)))
     if not _hub_reachable():
         # fail in milliseconds with the fix, instead of half a minute of retries
         raise TokenizerError(
@@ -259,13 +289,26 @@ def _from_name(text: str) -> TokenizerHandle:
         )
     try:
         tok = Tokenizer.from_pretrained(text)
+        config = _hub_file(text, "tokenizer_config.json")
     except Exception as exc:
         raise TokenizerError(
             f"tokenizer: could not load {text!r} from the Hugging Face Hub "
             f"({type(exc).__name__}: {str(exc)[:200]}). If you are offline, pass a local file: "
             f"download it elsewhere and pass tokenizer='path/to/tokenizer.json'."
         ) from None
-    return _from_tokenizer(tok, text)
+    from .chat_template import find_template
+
+    return _from_tokenizer(tok, text, find_template(Path(config)) if config else None)
+
+
+def _hub_file(repo: str, filename: str) -> str | None:
+    """A file of a Hub repo (downloaded into the cache), or None when the repo has none."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return hf_hub_download(repo, filename)
+    except Exception:  # EntryNotFoundError and friends: the repo has no such file
+        return None
 
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
@@ -300,11 +343,11 @@ def _near(path: Path) -> str:
     return close_matches(path.name, names)
 
 
-def _cached_hub_file(repo: str) -> str | None:
+def _cached_hub_file(repo: str, filename: str = "tokenizer.json") -> str | None:
     try:
         from huggingface_hub import hf_hub_download
 
-        return hf_hub_download(repo, "tokenizer.json", local_files_only=True)
+        return hf_hub_download(repo, filename, local_files_only=True)
     except Exception:
         return None
 

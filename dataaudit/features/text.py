@@ -63,11 +63,15 @@ def parse_messages(value: Any) -> list[Any] | None:
     ]
 
 
+#: role names of the model's turns (OpenAI, ShareGPT, Gemini spellings)
+ASSISTANT_ROLES = ("assistant", "gpt", "bot", "model")
+
+
 def render_chat(messages: list[Any] | None, *, drop_last_reply: bool = False) -> str | None:
     if messages is None:
         return None
     parts = [_message_parts(m) for m in messages]
-    if drop_last_reply and parts and parts[-1][0] in ("assistant", "gpt", "bot", "model"):
+    if drop_last_reply and parts and parts[-1][0] in ASSISTANT_ROLES:
         parts = parts[:-1]
     lines = [
         f"{role}: {content}" if role else content for role, content in parts if content is not None
@@ -140,11 +144,7 @@ def response_text_feature(batch: Batch) -> pa.Array:
         out = []
         for msgs in _messages(batch):
             parts = [_message_parts(m) for m in msgs or []]
-            out.append(
-                parts[-1][1]
-                if parts and parts[-1][0] in ("assistant", "gpt", "bot", "model")
-                else None
-            )
+            out.append(parts[-1][1] if parts and parts[-1][0] in ASSISTANT_ROLES else None)
         return pa.array(out, STRING)
     return pa.nulls(batch.num_rows, STRING)
 

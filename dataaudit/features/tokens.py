@@ -8,6 +8,7 @@ tokenization and every other rule reuses it through the batch's feature cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,11 +35,59 @@ class Tokens:
         return np.repeat(np.arange(self.lengths.size), np.maximum(self.lengths, 0))
 
 
+#: views that a tokenizer's chat template renders (chat data only): the whole conversation, and
+#: the prompt (the conversation before the last reply, with the generation prompt)
+TEMPLATED_VIEWS = {"templated": False, "templated_prompt": True}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Chat rows as the tokenizer's chat template renders them; a row the template rejects is
+    rendered plainly (``role: content``) and its ``errors`` entry says why."""
+
+    texts: Any  # pa.Array of strings
+    errors: list[str | None]
+
+
+@register_feature("chat_rendering")
+def chat_rendering_feature(batch: Batch, tokenizer: str, prompt: bool = False) -> Rendered:
+    import pyarrow as pa
+
+    from ..chat_template import TemplateRejected
+    from ..tokenizer import get_handle
+    from .text import ASSISTANT_ROLES, _message_parts, render_chat
+
+    template = get_handle(tokenizer).chat_template
+    texts: list[str | None] = []
+    errors: list[str | None] = []
+    for messages in batch.feature("messages"):
+        if not messages:
+            texts.append(None)
+            errors.append(None)
+            continue
+        chat = messages
+        if prompt and _message_parts(chat[-1])[0] in ASSISTANT_ROLES:
+            chat = chat[:-1]
+        try:
+            texts.append(template.render(chat, add_generation_prompt=prompt))
+            errors.append(None)
+        except TemplateRejected as exc:
+            texts.append(render_chat(chat))
+            errors.append(str(exc)[:200])
+    return Rendered(pa.array(texts, pa.large_string()), errors)
+
+
 @register_feature("tokens")
 def tokens_feature(batch: Batch, tokenizer: str, view: str = "text") -> Tokens:
     from ..tokenizer import get_handle
 
-    return Tokens(*get_handle(tokenizer).encode_named(batch.feature(view)))
+    handle = get_handle(tokenizer)
+    if view in TEMPLATED_VIEWS:  # the template writes the special tokens itself
+        rendered = batch.feature(
+            "chat_rendering", tokenizer=tokenizer, prompt=TEMPLATED_VIEWS[view]
+        )
+        return Tokens(*handle.encode_named(rendered.texts, special_tokens=False))
+    return Tokens(*handle.encode_named(batch.feature(view)))
 
 
 @register_feature("token_lengths")

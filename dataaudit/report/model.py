@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..context import AuditContext
     from ..engine import RuleRun, ScanState
 
-SCHEMA_VERSION = "1.2"  # 1.1: the top-level "gate" object; 1.2: the row "flags" table
+# 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer)
+SCHEMA_VERSION = "1.3"
 #: the row flags table (see Report.flags); stored column by column in the report's "flags"
 FLAG_COLUMNS = ("split", "row", "id", "code", "severity", "action", "cluster", "score", "detail")
 #: flag columns stored as a dictionary of distinct values and an index per row (few distinct)
@@ -305,7 +306,10 @@ class Report:
         *,
         plugin_errors: list[str],
         seconds: float,
+        resources: dict[str, Any] | None = None,
     ) -> Report:
+        """``resources``: what the audit resolved and used (the tokenizer: name, hash, vocabulary
+        size and chat template), recorded for provenance."""
         from .. import __version__
 
         fail_on = Severity.parse(config.fail_on)
@@ -350,6 +354,7 @@ class Report:
                 "flagged_rows": flags.select("split", "row").n_unique(),
             },
             "results": results,
+            "resources": {"tokenizer": None, **(resources or {})},
             "plugin_errors": list(plugin_errors),
             "seconds": round(seconds, 6),
             "flags": encode_flags(flags),

@@ -183,11 +183,31 @@ def report_schema() -> dict[str, Any]:
                     {"rules": {"type": "integer"}, **counts, "flagged_rows": {"type": "integer"}}
                 ),
                 "results": {"type": "array", "items": result},
+                "resources": _obj({"tokenizer": _tokenizer_schema()}),
                 "plugin_errors": {"type": "array", "items": {"type": "string"}},
                 "seconds": {"type": "number", "minimum": 0},
                 "flags": _flags_schema(),
             }
         ),
+    }
+
+
+def _tokenizer_schema() -> dict[str, Any]:
+    """The tokenizer the audit used (null: none, lengths are whitespace words)."""
+    template = {
+        **_obj({"source": {"type": "string"}, "hash": {"type": "string"}}),
+        "type": ["object", "null"],
+    }
+    return {
+        **_obj(
+            {
+                "name": {"type": "string"},
+                "hash": {"type": "string"},
+                "vocab_size": {"type": "integer", "minimum": 0},
+                "chat_template": template,
+            }
+        ),
+        "type": ["object", "null"],
     }
 
 
@@ -199,7 +219,7 @@ def schema_json() -> str:
 # jsonschema is only a test dependency, so loading checks a report against the schema above with
 # the few keywords it uses. Lenient where versions may differ: unknown keys are allowed (a newer
 # minor version may add some) and a key is required only from the version that added it.
-_ADDED_IN = {"gate": (1, 1), "flags": (1, 2)}
+_ADDED_IN = {"gate": (1, 1), "flags": (1, 2), "resources": (1, 3)}
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),

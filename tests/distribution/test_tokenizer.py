@@ -94,11 +94,11 @@ def test_hub_name_uses_the_local_cache_and_fails_fast_offline(monkeypatch, bpe_p
         raise AssertionError("must not go to the network")
 
     monkeypatch.setattr(tk, "_hub_reachable", lambda host="huggingface.co": False)
-    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo: None)
+    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo, name="tokenizer.json": None)
     from tokenizers import Tokenizer
 
     monkeypatch.setattr(Tokenizer, "from_pretrained", staticmethod(never))
     with pytest.raises(TokenizerError, match="not in the local Hugging Face cache"):
         resolve_tokenizer("some-org/some-model")
-    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo: str(bpe_path))
+    monkeypatch.setattr(tk, "_cached_hub_file", lambda repo, name="tokenizer.json": str(bpe_path))
     assert resolve_tokenizer("some-org/some-model") is not None

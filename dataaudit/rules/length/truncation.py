@@ -19,14 +19,18 @@ class Truncation(Rule):
 
     What it does:
         Tokenizes every row's text view with the audit's tokenizer (chat rows as the whole
-        rendered conversation; prompt/response rows as prompt and response joined) and counts rows
+        conversation rendered by the tokenizer's chat template when it has one, special tokens
+        included, else as ``role: content`` lines; prompt/response rows as prompt and response
+        joined; ``details.measured_on`` says which) and counts rows
         longer than ``max_seq_len`` tokens, with the tokens that would be lost. For prompt/response
         and chat data it also counts rows whose prompt alone (the conversation before the last
         reply) already fills the context: their response is cut off entirely, so the row trains on
         nothing. Without a tokenizer, lengths are whitespace words and the report says so.
         Truncated rows are flagged ``truncated`` with the action ``review`` (their start still
         trains) and rows whose response is lost ``response_lost`` with the action ``drop``; the
-        score is the row's (or the prompt's) length, the severity that of the finding.
+        score is the row's (or the prompt's) length, the severity that of the finding. Rows the
+        chat template rejects (its ``raise_exception``, e.g. roles that do not alternate) are a
+        warning of their own: a trainer applying the template would fail or skip them.
 
     Why it matters:
         A trainer silently truncates long rows: the end of a document, or the answer of an SFT
@@ -74,11 +78,16 @@ class Truncation(Rule):
         tok = tokenizer_for(ctx)
         roles = ctx.roles
         has_prompt = not roles.text and bool(roles.messages or (roles.prompt and roles.response))
+        templated = tok.chat_template is not None and bool(roles.messages) and not roles.text
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
             "prompt": has_prompt,
+            # chat rows measured as the tokenizer's chat template renders them
+            "views": ("templated", "templated_prompt") if templated else ("text", "input_text"),
+            "template": tok.chat_template.describe() if templated else None,
+            "chat": bool(roles.messages) and not roles.text,
             "limit": (ctx.max_examples, ctx.example_chars),
             "splits": {},
         }
@@ -99,6 +108,9 @@ class Truncation(Rule):
             "flag_ids": [],
             "cut_len": [],
             "cut_ids": [],
+            # rows the chat template rejects, and (row, reason) examples of them
+            "rejected": 0,
+            "rejected_examples": [],
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -106,7 +118,14 @@ class Truncation(Rule):
         max_examples, chars = state["limit"]
         s = state["splits"].setdefault(batch.split, self._empty())
         s["rows"] += batch.num_rows
-        lengths = batch.feature("token_lengths", tokenizer=state["tok"])
+        full_view, prompt_view = state["views"]
+        lengths = batch.feature("token_lengths", tokenizer=state["tok"], view=full_view)
+        if state["template"] is not None:
+            errors = batch.feature("chat_rendering", tokenizer=state["tok"]).errors
+            bad = [i for i, e in enumerate(errors) if e is not None]
+            s["rejected"] += len(bad)
+            room = max_examples - len(s["rejected_examples"])
+            s["rejected_examples"].extend((i + batch.offset, errors[i]) for i in bad[:room])
         over = np.flatnonzero(lengths > limit)
         s["truncated"] += int(over.size)
         s["lost"] += int((lengths[over] - limit).sum())
@@ -122,7 +141,7 @@ class Truncation(Rule):
                     t = texts[int(i)].as_py()
                     s["examples"].append((int(i + batch.offset), int(lengths[i]), t[: chars + 64]))
         if state["prompt"]:
-            plen = batch.feature("token_lengths", tokenizer=state["tok"], view="input_text")
+            plen = batch.feature("token_lengths", tokenizer=state["tok"], view=prompt_view)
             cut = np.flatnonzero(plen >= limit)
             s["cut"] += int(cut.size)
             if cut.size:
@@ -156,6 +175,10 @@ class Truncation(Rule):
                 "cut_flags": sa["cut_flags"] + sb["cut_flags"],
                 "cut_examples": (sa["cut_examples"] + sb["cut_examples"])[:max_examples],
                 **{k: sa[k] + sb[k] for k in ("flag_len", "flag_ids", "cut_len", "cut_ids")},
+                "rejected": sa["rejected"] + sb["rejected"],
+                "rejected_examples": (sa["rejected_examples"] + sb["rejected_examples"])[
+                    :max_examples
+                ],
             }
         return out
 
@@ -163,7 +186,12 @@ class Truncation(Rule):
         unit = state["unit"]
         result = RuleResult(
             thresholds={"max_seq_len": self.max_seq_len, "max_rate": self.max_rate},
-            details={"unit": unit, "tokenizer": state["tok"]},
+            details={
+                "unit": unit,
+                "tokenizer": state["tok"],
+                "measured_on": _measured_on(state),
+                "chat_template": state["template"],
+            },
         )
         limit = self.max_seq_len
         for split in sorted(state["splits"]):
@@ -193,6 +221,28 @@ class Truncation(Rule):
                             for r, n, t in s["examples"]
                         ],
                         data={"rate": rate, "unit": unit},
+                    )
+                )
+            if state["template"] is not None:
+                result.metric("template_rejected_rows", s["rejected"], Direction.LOWER, split=split)
+            if s["rejected"]:
+                result.findings.append(
+                    Finding(
+                        message=(
+                            f"{split}: the chat template rejects {s['rejected']:,} of {rows:,} "
+                            f"rows (e.g. {s['rejected_examples'][0][1]!r}); a trainer applying "
+                            "it would fail or skip them. Their lengths were measured on the "
+                            "plain rendering"
+                        ),
+                        key=f"{split}|template_rejected",
+                        severity=Severity.WARN,
+                        count=s["rejected"],
+                        split=split,
+                        examples=[
+                            ctx.example(split, r, None, reason=reason)
+                            for r, reason in s["rejected_examples"]
+                        ],
+                        data={"template": state["template"]},
                     )
                 )
             if state["prompt"]:
@@ -230,6 +280,14 @@ class Truncation(Rule):
                         )
                     )
         return result
+
+
+def _measured_on(state: dict[str, Any]) -> str:
+    if state["template"]:
+        return f"the tokenizer's chat template ({state['template']['source']})"
+    if state.get("chat"):
+        return "chat rows as 'role: content' lines (the tokenizer has no chat template)"
+    return "the text view"
 
 
 def _flags(split, rows, lengths, ids, kind, severity) -> list[Flag]:
