@@ -144,6 +144,10 @@ def test_tok002_reports_unknown_tokens(bpe):
     assert report.flags().filter(code="TOK002")["row"].to_list() == [0]
     assert report.status("TOK002") == "warn"
     assert audit(data, select=["TOK002"]).status("TOK002") == "skipped"  # words: no vocabulary
+    with_ids = {"train": [{"id": f"doc-{i}", **r} for i, r in enumerate(data["train"])]}
+    flags = audit(with_ids, select=["TOK002"], tokenizer=bpe).flags().filter(code="TOK002")
+    assert flags["id"].to_list() == ["doc-0"] and flags["action"].to_list() == ["review"]
+    assert 0 < flags["score"][0] <= 1  # the row's share of unknown tokens
 
 
 # -- MIX001 bad input -------------------------------------------------------------------------

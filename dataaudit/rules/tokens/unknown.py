@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...tokenizer import get_handle, tokenizer_for
+from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
 
@@ -74,6 +75,7 @@ class UnknownTokens(Rule):
 
     @staticmethod
     def _empty() -> dict[str, Any]:
+        # flags: (row, its unknown rate, its id or None)
         return {"tokens": 0, "unknown": 0, "rows_with": 0, "flags": [], "worst": []}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -96,7 +98,8 @@ class UnknownTokens(Rule):
         s["rows_with"] += int(np.count_nonzero(per_row))
         rate = np.divide(per_row, lengths, out=np.zeros(lengths.size), where=lengths > 0)
         flagged = np.flatnonzero(rate > self.max_row_rate)
-        s["flags"].extend((flagged + batch.offset).tolist())
+        ids = ids_at(batch, flagged) or [None] * flagged.size
+        s["flags"].extend(zip((flagged + batch.offset).tolist(), rate[flagged].tolist(), ids))
         max_examples, chars = state["limit"]
         cand = np.flatnonzero(per_row)
         cand = cand[np.lexsort((cand, -per_row[cand]))][:max_examples]
@@ -149,7 +152,10 @@ class UnknownTokens(Rule):
             rate = s["unknown"] / s["tokens"] if s["tokens"] else 0.0
             result.metric("unknown_rate", rate, Direction.LOWER, split=split)
             result.metric("rows_with_unknown", s["rows_with"], Direction.LOWER, split=split)
-            result.flags.extend(Flag(split, r, detail="unknown_tokens") for r in s["flags"])
+            result.flags.extend(
+                Flag(split, r, detail="unknown_tokens", action="review", score=rate, id=row_id)
+                for r, rate, row_id in s["flags"]
+            )
             if rate > self.max_rate:
                 result.findings.append(
                     Finding(
