@@ -9,11 +9,11 @@ from typing import Any
 from . import engine
 from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
-from .corpus import ROLE_NAMES, load_corpus
+from .corpus import load_corpus
 from .errors import ConfigError, close_matches
 from .registry import RuleSet, load_rules, required_codes, select_rules, with_extra_rules
 from .report import Report
-from .rule import Rule, Severity
+from .rule import ROLE_NAMES, Rule, Severity
 
 
 def resolve_rules(

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-ROLE_FLAGS = ("text", "prompt", "input", "response", "messages", "label", "source", "id")
 
 
 def _csv(values: list[str] | None) -> list[str] | None:
@@ -119,6 +118,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from .api import audit
     from .config import discover_pyproject
     from .errors import DataAuditError
+    from .rule import ROLE_NAMES
 
     rules: dict[str, dict[str, Any]] = {}
     for text in args.option or []:
@@ -150,7 +150,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         on_bad_lines=args.on_bad_lines,
         require_rules=_csv(args.require_rules),
         require_roles=_csv(args.require_roles),
-        **{r: getattr(args, r) for r in ROLE_FLAGS if getattr(args, r) is not None},
+        **{r: getattr(args, r) for r in ROLE_NAMES if getattr(args, r) is not None},
     )
     # the verdict stands even if a reader closes stdout early (``| head``): see main()
     args.verdict = EXIT_OK if report.passed else EXIT_GATE
@@ -327,6 +327,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .rule import ROLE_NAMES
 
     parser = argparse.ArgumentParser(
         prog="dataaudit",
@@ -368,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="column roles the data must have, e.g. label,source (exit 2 if one is missing)",
     )
     p.add_argument("--split", metavar="COLUMN", help="column that names each row's split")
-    for role in ROLE_FLAGS:
+    for role in ROLE_NAMES:
         p.add_argument(f"--{role}", metavar="COLUMN", help=f"column to use as the {role}")
     p.add_argument("--tokenizer", help="tokenizer.json path (or hub name, if cached locally)")
     p.add_argument(

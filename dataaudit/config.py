@@ -20,7 +20,7 @@ from typing import Any
 import xxhash
 
 from .errors import ConfigError, InputError, close_matches
-from .rule import Rule, Severity
+from .rule import ROLE_NAMES, Rule, Severity
 
 __all__ = ["AuditConfig", "available_packs", "load_config", "pack_dir"]
 
@@ -86,10 +86,13 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _role_names() -> tuple[str, ...]:
-    from .corpus import ROLE_NAMES  # lazy: corpus imports pyarrow
-
-    return ROLE_NAMES
+def _check_role(role: Any, where: str) -> None:
+    if not isinstance(role, str) or role not in ROLE_NAMES:
+        raise ConfigError(
+            f"{where}: {_show(role)} is not a column role."
+            + (close_matches(role, ROLE_NAMES) if isinstance(role, str) else "")
+            + f" Roles: {', '.join(ROLE_NAMES)}."
+        )
 
 
 def _str_list(value: Any, where: str, what: str, *, commas: bool) -> list[str]:
@@ -125,12 +128,7 @@ def _check(data: dict[str, Any], origin: str) -> dict[str, Any]:
         elif key == "require_roles":
             roles = _str_list(value or [], where, "column roles", commas=True)
             for role in roles:
-                if role not in _role_names():
-                    raise ConfigError(
-                        f"{where}: {role!r} is not a column role."
-                        + close_matches(role, _role_names())
-                        + f" Roles: {', '.join(_role_names())}."
-                    )
+                _check_role(role, where)
             out[key] = roles
         elif key == "contamination_ref":
             what = "benchmark file paths"
@@ -207,12 +205,7 @@ def _check_columns(value: Any, where: str) -> dict[str, str]:
             "{text: content, label: y}."
         )
     for role, column in value.items():
-        if not isinstance(role, str) or role not in _role_names():
-            raise ConfigError(
-                f"{where}: {_show(role)} is not a column role."
-                + (close_matches(role, _role_names()) if isinstance(role, str) else "")
-                + f" Roles: {', '.join(_role_names())}."
-            )
+        _check_role(role, where)
         if not isinstance(column, str) or not column:
             raise ConfigError(f"{where}.{role}={_show(column)}: expected a column name (a string).")
     return dict(value)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIONS",
+    "ROLE_NAMES",
+    "TEXT_ROLES",
     "Direction",
     "Finding",
     "Flag",
@@ -33,6 +35,12 @@ __all__ = [
     "Severity",
     "Status",
 ]
+
+#: the column roles a rule can require (``Rule.requires``) and a user can name (``text=...``);
+#: the input layer detects them, the CLI has a flag for each
+ROLE_NAMES = ("text", "prompt", "input", "response", "messages", "label", "source", "id")
+#: the roles whose column holds plain text (``messages`` holds a chat)
+TEXT_ROLES = ("text", "prompt", "input", "response")
 
 
 class Severity(str, enum.Enum):
@@ -198,8 +206,8 @@ class Rule:
     name: ClassVar[str] = ""
     groups: ClassVar[tuple[str, ...]] = ("default",)
     severity: ClassVar[Severity] = Severity.WARN
-    #: column roles the rule needs: text, input, label, source, id, messages, prompt, response;
-    #: "eval_split" asks for a train split and at least one other split.
+    #: column roles the rule needs (of ROLE_NAMES); "eval_split" asks for a train split and at
+    #: least one other split.
     requires: ClassVar[tuple[str, ...]] = ("text",)
     #: stable rules run in the default selection; preview rules only when selected by code.
     stable: ClassVar[bool] = True

@@ -14,11 +14,10 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import InputError, close_matches
+from ..rule import ROLE_NAMES, TEXT_ROLES
 from .records import TYPE_MARKER_PREFIX
 
-__all__ = ["ROLE_HINTS", "ROLE_NAMES", "Roles", "column_names", "detect_roles", "split_kind"]
-
-ROLE_NAMES = ("text", "prompt", "input", "response", "messages", "label", "source", "id")
+__all__ = ["ROLE_HINTS", "Roles", "column_names", "detect_roles", "split_kind"]
 
 # Column names that reveal a role, in order of preference.
 ROLE_HINTS: dict[str, tuple[str, ...]] = {
@@ -138,6 +137,6 @@ def _is_stringish(t: pa.DataType) -> bool:
 def _fits(role: str, t: pa.DataType) -> bool:
     if role == "messages":
         return pa.types.is_list(t) or pa.types.is_large_list(t) or _is_stringish(t)
-    if role in ("text", "prompt", "input", "response"):
+    if role in TEXT_ROLES:
         return _is_stringish(t) or pa.types.is_null(t)
     return True

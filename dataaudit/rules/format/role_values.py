@@ -11,11 +11,8 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import RuleResult, Severity
+from ...rule import ROLE_NAMES, TEXT_ROLES, RuleResult, Severity
 from .._rowcheck import Category, RowCheckRule
-
-TEXT_ROLES = ("text", "prompt", "input", "response")
-OTHER_ROLES = ("messages", "label", "source", "id")
 
 
 def _is_string_type(t: pa.DataType) -> bool:
@@ -70,13 +67,12 @@ class RoleValues(RowCheckRule):
         self.roles = roles
 
     def check_options(self) -> None:
-        valid = TEXT_ROLES + OTHER_ROLES
         for role in self.roles or []:
-            if role not in valid:
-                raise ValueError(f"roles: {role!r} is not a role; use {', '.join(valid)}")
+            if role not in ROLE_NAMES:
+                raise ValueError(f"roles: {role!r} is not a role; use {', '.join(ROLE_NAMES)}")
 
     def _checked(self, ctx_roles) -> list[tuple[str, str]]:
-        wanted = self.roles or list(TEXT_ROLES + OTHER_ROLES)
+        wanted = self.roles or list(ROLE_NAMES)
         return [(r, getattr(ctx_roles, r)) for r in wanted if getattr(ctx_roles, r, None)]
 
     def active_categories(self, ctx: AuditContext) -> tuple[Category, ...]:
