@@ -210,10 +210,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
             print(
                 f"{r['code']:<8} {name:<32} {r['severity']:<8} {','.join(r['groups']):<28} {r['summary']}"
             )
-    from .report.text import safe
+    from .report.escape import plain
 
     for err in ruleset.plugin_errors:
-        print(f"warning: {safe(err, 1000)}", file=sys.stderr)
+        print(f"warning: {plain(err, 1000)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -280,18 +280,19 @@ def cmd_clean(args: argparse.Namespace) -> int:
         splits=_csv(args.splits),
     )
     if not args.quiet:
-        from .report.text import safe
+        from .report.escape import plain
 
         splits = manifest["splits"]
         removed = sum(s["removed"] for s in splits.values())
         total = sum(s["rows_in"] for s in splits.values())
         per = "; ".join(
-            f"{safe(name, 200)}: {s['removed']:,} of {s['rows_in']:,}" for name, s in splits.items()
+            f"{plain(name, 200)}: {s['removed']:,} of {s['rows_in']:,}"
+            for name, s in splits.items()
         )
         print(f"removed {removed:,} of {total:,} rows ({per})")
         files = [str(Path(args.out) / s["file"]) for s in splits.values() if s["file"]]
         files.append(str(Path(args.out) / MANIFEST_NAME))
-        print("wrote " + ", ".join(safe(f, 500) for f in files))
+        print("wrote " + ", ".join(plain(f, 500) for f in files))
     return EXIT_OK
 
 
@@ -491,10 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except DataAuditError as exc:
-        from .report.text import safe
+        from .report.escape import plain
 
         # messages quote column names and values from the data: escape them for the terminal
-        print(f"error: {safe(exc, 4000, multiline=True)}", file=sys.stderr)
+        print(f"error: {plain(exc, 4000, multiline=True)}", file=sys.stderr)
         return EXIT_USAGE
     except Terminated:
         print("terminated (SIGTERM); no partial output was left behind", file=sys.stderr)
@@ -513,10 +514,10 @@ def main(argv: list[str] | None = None) -> int:
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if os.environ.get("DATAAUDIT_DEBUG"):
             print(detail, file=sys.stderr)
-        from .report.text import safe
+        from .report.escape import plain
 
         print(
-            f"internal error: {type(exc).__name__}: {safe(exc, 1000)}\n"
+            f"internal error: {type(exc).__name__}: {plain(exc, 1000)}\n"
             + textwrap.indent(
                 "(set DATAAUDIT_DEBUG=1 for the traceback and report it as a bug)", ""
             ),

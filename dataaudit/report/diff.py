@@ -21,8 +21,8 @@ from typing import Any
 
 from .._io import atomic_write_text
 from ..errors import InputError
+from .escape import plain
 from .model import Report, check_report
-from .text import safe
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
 
@@ -316,7 +316,7 @@ class ReportDiff:
             if r.change == "added" and r.new in ("fail", "error")
         ]
         out += [
-            f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: {_fmt(m.old)} → {_fmt(m.new)}"
+            f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: {format_value(m.old)} → {format_value(m.new)}"
             f" ({m.direction} is better)"
             for m in self.metrics
             if m.verdict == "regressed"
@@ -410,99 +410,17 @@ class ReportDiff:
         return text
 
     def summary(self, *, max_items: int = 20) -> str:
-        """A readable account of the changes; report text is untrusted and escaped."""
-        o, n = self.old, self.new
-        lines = [
-            f"dataaudit diff: {safe(o.get('created'), 40)} (config #{safe(o.get('config', {}).get('hash'), 20)})"
-            f" → {safe(n.get('created'), 40)} (config #{safe(n.get('config', {}).get('hash'), 20)})"
-        ]
-        lines.append("dataset:")
-        for s in self.splits:
-            if s.state == "added":
-                lines.append(f"  + {safe(s.split, 60)}: new split, {_fmt(s.new_rows)} rows")
-            elif s.state == "removed":
-                lines.append(f"  - {safe(s.split, 60)}: split removed ({_fmt(s.old_rows)} rows)")
-            else:
-                rows = (
-                    f"{_fmt(s.old_rows)} → {_fmt(s.new_rows)} rows "
-                    f"({_signed((s.new_rows or 0) - (s.old_rows or 0))})"
-                    if s.old_rows != s.new_rows
-                    else f"{_fmt(s.new_rows)} rows"
-                )
-                what = "content changed" if s.state == "changed" else "identical content"
-                cols = ""
-                if s.columns_added:
-                    cols += " · columns added: " + ", ".join(safe(c, 40) for c in s.columns_added)
-                if s.columns_removed:
-                    cols += " · columns removed: " + ", ".join(
-                        safe(c, 40) for c in s.columns_removed
-                    )
-                lines.append(f"    {safe(s.split, 60)}: {rows}, {what}{cols}")
-        for w in self.warnings:
-            lines.append(f"warning: {safe(w, 400)}")
+        """A readable account of the changes (at most ``max_items`` per section)."""
+        from .text import render_diff
 
-        changed_rules = [r for r in self.rules if r.change != "unchanged"]
-        if changed_rules:
-            lines.append("rules:")
-            for r in changed_rules[:max_items]:
-                lines.append(
-                    f"  {r.code:<8} {safe(r.name, 40)}: {r.old or '—'} → {r.new or '—'}"
-                    f"  [{r.change}]"
-                )
-            _more(lines, len(changed_rules), max_items)
-
-        moved = [m for m in self.metrics if m.verdict != "unchanged"]
-        if moved:
-            lines.append(f"metrics (tolerance {self.rel_tol:g} relative):")
-            order = {"regressed": 0, "improved": 1, "changed": 2, "added": 3, "removed": 4}
-            moved.sort(key=lambda m: (order[m.verdict], m.code, m.name, m.split or ""))
-            for m in moved[:max_items]:
-                split = f" [{safe(m.split, 40)}]" if m.split else ""
-                delta = f" ({_signed(m.delta)})" if m.delta is not None else ""
-                better = f", {m.direction} is better" if m.direction != "none" else ""
-                lines.append(
-                    f"  {m.code:<8} {safe(m.name, 60)}{split}: {_fmt(m.old)} → {_fmt(m.new)}"
-                    f"{delta}  [{m.verdict}{better}]"
-                )
-            _more(lines, len(moved), max_items)
-
-        c = self.counts()["findings"]
-        count_changed = [f for f in self.findings if f.state == "persisting" and f.count_delta]
-        lines.append(
-            f"findings: {c.get('new', 0)} new, {c.get('resolved', 0)} resolved, "
-            f"{c.get('persisting', 0)} persisting ({len(count_changed)} with a changed count)"
-        )
-        shown = [f for f in self.findings if f.state != "persisting"] + count_changed
-        mark = {"new": "+", "resolved": "-", "persisting": "~"}
-        for f in shown[:max_items]:
-            count = (
-                f" (count {_fmt(f.old_count)} → {_fmt(f.new_count)})"
-                if f.state == "persisting"
-                else ""
-            )
-            lines.append(
-                f"  {mark[f.state]} [{safe(f.severity, 10)}] {f.code} {safe(f.message, 140)}{count}"
-            )
-        _more(lines, len(shown), max_items)
-
-        if self.regressed:
-            lines.append("verdict: REGRESSED")
-            lines += [f"  - {safe(r, 200)}" for r in self.regressions[:max_items]]
-            _more(lines, len(self.regressions), max_items)
-        else:
-            lines.append("verdict: no regression" + ("" if self.has_changes else " (no changes)"))
-        return "\n".join(lines)
+        return render_diff(self, max_items=max_items)
 
     def __repr__(self) -> str:
         return f"<ReportDiff regressed={self.regressed} has_changes={self.has_changes} counts={self.counts()}>"
 
 
-def _more(lines: list[str], total: int, shown: int) -> None:
-    if total > shown:
-        lines.append(f"  … {total - shown} more in the JSON diff")
-
-
-def _fmt(v: Any) -> str:
+def format_value(v: Any) -> str:
+    """A number as the diff shows it (thousands separated, 4 significant digits), "—" for none."""
     if v is None:
         return "—"
     if isinstance(v, bool):
@@ -511,14 +429,7 @@ def _fmt(v: Any) -> str:
         return f"{v:,}"
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
-    return safe(v, 60)
-
-
-def _signed(v: Any) -> str:
-    if v is None:
-        return "—"
-    s = _fmt(v)
-    return s if s.startswith("-") else "+" + s
+    return plain(v, 60)
 
 
 def diff(old: Any, new: Any, *, rel_tol: float = 0.01, abs_tol: float = 1e-12) -> ReportDiff:

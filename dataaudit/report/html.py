@@ -1,32 +1,28 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no scripts, no external assets).
 
 Every string that comes from the report may come from the dataset (split and column names,
-examples, messages, details), so all of it is untrusted: it is escaped with
-``html.escape(quote=True)`` after control, bidi-override and surrogate characters are made visible,
-it is bounded in length, and it never goes into a ``<style>`` block or an unquoted attribute. The
-only attributes built from report data are ``id``/``href`` anchors, made of ``[A-Za-z0-9_-]`` only.
-A Content-Security-Policy that forbids scripts is a second line of defence.
+examples, messages, details), so all of it is untrusted: it goes through :func:`escape.html
+<dataaudit.report.escape.html>` (unsafe characters made visible, length bounded, HTML-escaped for
+element content and quoted attributes) and never into a ``<style>`` block or an unquoted
+attribute. The only attributes built from report data are ``id``/``href`` anchors, made by
+``escape.html_id`` of ``[A-Za-z0-9_-]`` only. A Content-Security-Policy that forbids scripts is a
+second line of defence.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
 from typing import Any
 
+from .escape import html as esc
+from .escape import html_id
+
 __all__ = ["render_compact", "render_html"]
 
 _STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
-# C0/C1 controls except \t \n, bidi embeddings/overrides/isolates, line/paragraph separators,
-# and lone surrogates (cannot be encoded as UTF-8)
-_INVISIBLE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    r"\ud800-\udfff]"
-)
-_MAX_CELL = 2000  # characters of one untrusted value shown
 _MAX_TABLE_ROWS = 200
 _MAX_BARS = 30
 
@@ -62,27 +58,6 @@ svg{display:block;margin:6px 0 10px}svg text{font:11px system-ui,sans-serif;fill
 """
 
 
-# -- escaping ---------------------------------------------------------------------------------
-def _visible(match: re.Match[str]) -> str:
-    c = ord(match.group())
-    return f"\\x{c:02x}" if c < 256 else f"\\u{c:04x}"
-
-
-def _e(value: Any, limit: int = _MAX_CELL) -> str:
-    """Untrusted value → escaped HTML text (safe in element content and quoted attributes)."""
-    if value is None:
-        return ""
-    s = value if isinstance(value, str) else str(value)
-    if len(s) > limit:
-        s = s[:limit] + f"… [+{len(s) - limit} chars]"
-    return html.escape(_INVISIBLE.sub(_visible, s), quote=True)
-
-
-def _anchor(value: Any) -> str:
-    """An id/href fragment: only [A-Za-z0-9_-], whatever the input."""
-    return "r-" + (re.sub(r"[^A-Za-z0-9_-]", "_", str(value))[:64] or "_")
-
-
 def _num(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -94,7 +69,7 @@ def _num(value: Any) -> str:
         if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
             return f"{value:.4g}"
         return f"{value:,.4f}".rstrip("0").rstrip(".") if value % 1 else f"{value:,.0f}"
-    return _e(value)
+    return esc(value)
 
 
 def _is_number(value: Any) -> bool:
@@ -107,8 +82,8 @@ def _cell(value: Any) -> str:
     if value is None:
         return '<td class="muted">—</td>'
     if isinstance(value, (dict, list)):
-        return f'<td><span class="text">{_e(_json(value), 500)}</span></td>'
-    return f'<td><span class="text">{_e(value)}</span></td>'
+        return f'<td><span class="text">{esc(_json(value), 500)}</span></td>'
+    return f'<td><span class="text">{esc(value)}</span></td>'
 
 
 def _json(value: Any) -> str:
@@ -121,7 +96,7 @@ def _json(value: Any) -> str:
 # -- building blocks ----------------------------------------------------------------------------
 def _table(headers: list[Any], rows: list[list[Any]], *, limit: int = _MAX_TABLE_ROWS) -> str:
     out = ["<table><thead><tr>"]
-    out += [f"<th>{_e(h)}</th>" for h in headers]
+    out += [f"<th>{esc(h)}</th>" for h in headers]
     out.append("</tr></thead><tbody>")
     for row in rows[:limit]:
         out.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")
@@ -145,16 +120,16 @@ def _bar_chart(items: list[tuple[Any, float]], *, title: str | None = None, fmt:
         f'height="{height}" role="img">'
     ]
     if title:
-        parts.append(f'<text x="0" y="14" font-weight="bold">{_e(title, 120)}</text>')
+        parts.append(f'<text x="0" y="14" font-weight="bold">{esc(title, 120)}</text>')
     for i, (label, v) in enumerate(items):
         y = top + i * row_h
         w = max(1.0, bar_w * abs(v) / vmax) if v else 0.0
         color = "#0969da" if v >= 0 else "#cf222e"
         parts.append(
-            f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_e(label, 40)}</text>'
+            f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{esc(label, 40)}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
-            f'fill="{color}" rx="2"><title>{_e(label, 200)}: {_e(fmt(v))}</title></rect>'
-            f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{_e(fmt(v))}</text>'
+            f'fill="{color}" rx="2"><title>{esc(label, 200)}: {esc(fmt(v))}</title></rect>'
+            f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{esc(fmt(v))}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -182,11 +157,11 @@ def _header(data: dict[str, Any]) -> str:
         "<header><h1>dataaudit report</h1>"
         f'<p><span class="verdict {"passed" if passed else "failed"}">'
         f"gate {'PASSED' if passed else 'FAILED'}</span> "
-        f'<span class="muted">fail_on={_e(data.get("fail_on"))} · {_num(s.get("rules", 0))} rules'
+        f'<span class="muted">fail_on={esc(data.get("fail_on"))} · {_num(s.get("rules", 0))} rules'
         f" · {_num(s.get('flagged_rows', 0))} rows flagged · "
-        f"{_e(tool.get('name', 'dataaudit'))} {_e(tool.get('version', ''))} · "
-        f"{_e(data.get('created', ''))} · config {_e(cfg.get('pack', ''))} "
-        f"#{_e(cfg.get('hash', ''))} · schema {_e(data.get('schema_version', ''))} · "
+        f"{esc(tool.get('name', 'dataaudit'))} {esc(tool.get('version', ''))} · "
+        f"{esc(data.get('created', ''))} · config {esc(cfg.get('pack', ''))} "
+        f"#{esc(cfg.get('hash', ''))} · schema {esc(data.get('schema_version', ''))} · "
         f"{_num(data.get('seconds', 0))} s</span></p>"
         f"{_gate(data)}"
         f'<div class="cards">{cards}</div></header>'
@@ -203,10 +178,10 @@ def _gate(data: dict[str, Any]) -> str:
         if gate.get(key)
     ]
     if required:
-        parts.append(f'<p class="muted">{_e(" · ".join(required))}</p>')
+        parts.append(f'<p class="muted">{esc(" · ".join(required))}</p>')
     reasons = gate.get("reasons") or []
     if reasons and not data.get("passed"):
-        items = "".join(f'<li><span class="text">{_e(r)}</span></li>' for r in reasons)
+        items = "".join(f'<li><span class="text">{esc(r)}</span></li>' for r in reasons)
         parts.append(f'<ul class="gate-reasons">{items}</ul>')
     return "".join(parts)
 
@@ -243,8 +218,8 @@ def _toc(results: list[dict[str, Any]]) -> str:
         n = len(r.get("findings") or [])
         rows.append(
             f'<tr><td><span class="badge s-{st}">{st}</span></td>'
-            f'<td><a href="#{_anchor(r.get("code"))}">{_e(r.get("code"))}</a></td>'
-            f"<td>{_e(r.get('name'))}</td>"
+            f'<td><a href="#{html_id(r.get("code"))}">{esc(r.get("code"))}</a></td>'
+            f"<td>{esc(r.get('name'))}</td>"
             f'<td class="muted">{_num(n)} finding{"s" * (n != 1)}</td></tr>'
         )
     return f'<section><h2>Rules</h2><table class="toc">{"".join(rows)}</table></section>'
@@ -307,20 +282,20 @@ def _finding(f: dict[str, Any]) -> str:
     sev_class = {"error": "fail", "warn": "warn", "info": "info"}[sev]
     out = [
         '<div class="finding">',
-        f'<span class="badge s-{sev_class}">{_e(sev)}</span> {_e(f.get("message"))}',
-        f'<div class="muted">split {_e(f.get("split") or "—")} · count {_num(f.get("count", 0))}'
-        f" · fingerprint <code>{_e(f.get('fingerprint'))}</code></div>",
+        f'<span class="badge s-{sev_class}">{esc(sev)}</span> {esc(f.get("message"))}',
+        f'<div class="muted">split {esc(f.get("split") or "—")} · count {_num(f.get("count", 0))}'
+        f" · fingerprint <code>{esc(f.get('fingerprint'))}</code></div>",
     ]
     data = f.get("data")
     if data:
-        out.append(f'<pre class="block">{_e(_json(data), 4000)}</pre>')
+        out.append(f'<pre class="block">{esc(_json(data), 4000)}</pre>')
     out.append(_examples(f.get("examples") or []))
     out.append("</div>")
     return "".join(out)
 
 
 def _details_value(key: str, value: Any) -> str:
-    title = f"<h4>{_e(key)}</h4>"
+    title = f"<h4>{esc(key)}</h4>"
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         cols: list[str] = []
         for row in value:
@@ -341,8 +316,8 @@ def _details_value(key: str, value: Any) -> str:
             chart = _bar_chart([(k, v) for k, v in value.items() if _is_number(v)], fmt=fmt)
         return title + _table(["key", "value"], rows) + chart
     if isinstance(value, (list, dict)):
-        return title + f'<pre class="block">{_e(_json(value), 4000)}</pre>'
-    return title + f'<p><span class="text">{_e(value)}</span></p>'
+        return title + f'<pre class="block">{esc(_json(value), 4000)}</pre>'
+    return title + f'<p><span class="text">{esc(value)}</span></p>'
 
 
 def _details_chart(key: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
@@ -365,14 +340,14 @@ def _details_chart(key: str, rows: list[dict[str, Any]], cols: list[str]) -> str
 def _rule(r: dict[str, Any]) -> str:
     st = _status(r)
     out = [
-        f'<section class="rule st-{st}" id="{_anchor(r.get("code"))}">',
-        f'<h3><span class="badge s-{st}">{st}</span> {_e(r.get("code"))} '
-        f'<span class="muted">{_e(r.get("name"))}</span></h3>',
-        f'<div class="muted">severity {_e(r.get("severity"))} · '
+        f'<section class="rule st-{st}" id="{html_id(r.get("code"))}">',
+        f'<h3><span class="badge s-{st}">{st}</span> {esc(r.get("code"))} '
+        f'<span class="muted">{esc(r.get("name"))}</span></h3>',
+        f'<div class="muted">severity {esc(r.get("severity"))} · '
         f"{_num(r.get('flagged_rows', 0))} rows flagged · {_num(r.get('seconds', 0))} s</div>",
     ]
     if r.get("message"):
-        out.append(f'<p><span class="text">{_e(r.get("message"))}</span></p>')
+        out.append(f'<p><span class="text">{esc(r.get("message"))}</span></p>')
     options = r.get("options") or {}
     if options:
         out.append(
@@ -415,7 +390,7 @@ def render_html(data: dict[str, Any]) -> str:
     errors = data.get("plugin_errors") or []
     if errors:
         body.append("<section><h2>Plugin errors</h2><ul>")
-        body += [f'<li><span class="text">{_e(err)}</span></li>' for err in errors]
+        body += [f'<li><span class="text">{esc(err)}</span></li>' for err in errors]
         body.append("</ul></section>")
     return (
         "<!DOCTYPE html>\n"
@@ -443,7 +418,7 @@ _COMPACT_FINDINGS = 3  # findings shown per failing or warning rule
 def _pill(text: str, color: str) -> str:
     return (
         f'<span style="background:{color};color:#fff;border-radius:8px;padding:0 6px;'
-        f'font-size:11px;font-weight:700;text-transform:uppercase">{_e(text)}</span>'
+        f'font-size:11px;font-weight:700;text-transform:uppercase">{esc(text)}</span>'
     )
 
 
@@ -463,17 +438,17 @@ def render_compact(data: dict[str, Any]) -> str:
     )
     splits = data.get("dataset", {}).get("splits", {}) or {}
     rows = ", ".join(
-        f"{_e(name, 100)}: {_num(info.get('rows', 0))}" for name, info in splits.items()
+        f"{esc(name, 100)}: {_num(info.get('rows', 0))}" for name, info in splits.items()
     )
     out = [
         '<div style="font:13px/1.45 system-ui,sans-serif">',
         f"<div><b>dataaudit</b> {verdict} "
-        f'<span style="color:#656d76">fail_on={_e(data.get("fail_on"))} · {counts} · '
+        f'<span style="color:#656d76">fail_on={esc(data.get("fail_on"))} · {counts} · '
         f"{_num(s.get('flagged_rows', 0))} rows flagged · rows {rows}</span></div>",
     ]
     reasons = (data.get("gate") or {}).get("reasons") or []
     if reasons and not passed:
-        items = "".join(f"<li>{_e(r, 300)}</li>" for r in reasons[:10])
+        items = "".join(f"<li>{esc(r, 300)}</li>" for r in reasons[:10])
         out.append(f'<ul style="margin:4px 0">{items}</ul>')
     shown = [
         r for r in data.get("results", []) or [] if r.get("status") in ("fail", "error", "warn")
@@ -487,15 +462,15 @@ def render_compact(data: dict[str, Any]) -> str:
             findings = (r.get("findings") or [])[:_COMPACT_FINDINGS]
             lines = "<br>".join(
                 f"{_pill(str(f.get('severity')), _COLORS[_SEV_COLOR.get(f.get('severity'), 'skipped')])} "
-                f"{_e(f.get('message'), 300)}"
+                f"{esc(f.get('message'), 300)}"
                 for f in findings
-            ) or _e(r.get("message"), 300)
+            ) or esc(r.get("message"), 300)
             more = len(r.get("findings") or []) - len(findings)
             if more > 0:
                 lines += f'<br><span style="color:#656d76">… {more:,} more</span>'
             out.append(
                 f"<tr><td {cell}>{_pill(st, _COLORS[st])}</td>"
-                f"<td {cell}><b>{_e(r.get('code'))}</b> {_e(r.get('name'))}</td>"
+                f"<td {cell}><b>{esc(r.get('code'))}</b> {esc(r.get('name'))}</td>"
                 f"<td {cell}>{lines}</td></tr>"
             )
         out.append("</table>")

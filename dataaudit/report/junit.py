@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from .text import safe
+from .escape import plain
 
 
 def render_junit(data: dict[str, Any]) -> str:
@@ -28,11 +28,11 @@ def render_junit(data: dict[str, Any]) -> str:
         suite, "testcase", {"classname": "dataaudit.gate", "name": "gate", "time": "0.000"}
     )
     if gate_failed:
-        reasons = [safe(r, 300) for r in (data.get("gate") or {}).get("reasons", [])]
+        reasons = [plain(r, 300) for r in (data.get("gate") or {}).get("reasons", [])]
         el = ET.SubElement(
             gate,
             "failure",
-            {"message": f"gate failed (fail_on={safe(data.get('fail_on'), 10)})"},
+            {"message": f"gate failed (fail_on={plain(data.get('fail_on'), 10)})"},
         )
         el.text = "\n".join(reasons)
     for r in results:
@@ -40,20 +40,20 @@ def render_junit(data: dict[str, Any]) -> str:
             suite,
             "testcase",
             {
-                "classname": f"dataaudit.{safe(r['code'], 20)}",
-                "name": safe(r["name"], 100),
+                "classname": f"dataaudit.{plain(r['code'], 20)}",
+                "name": plain(r["name"], 100),
                 "time": f"{r['seconds']:.3f}",
             },
         )
         # dataset-derived text stays bounded and free of control characters XML cannot carry
-        lines = [safe(f"[{f['severity']}] {f['message']}", 300) for f in r["findings"]]
+        lines = [plain(f"[{f['severity']}] {f['message']}", 300) for f in r["findings"]]
         if r["status"] == "fail":
             el = ET.SubElement(case, "failure", {"message": lines[0] if lines else r["status"]})
             el.text = "\n".join(lines)
         elif r["status"] == "error":
-            ET.SubElement(case, "error", {"message": safe(r["message"] or "", 500)})
+            ET.SubElement(case, "error", {"message": plain(r["message"] or "", 500)})
         elif r["status"] == "skipped":
-            ET.SubElement(case, "skipped", {"message": safe(r["message"] or "", 500)})
+            ET.SubElement(case, "skipped", {"message": plain(r["message"] or "", 500)})
         elif lines:
             ET.SubElement(case, "system-out").text = "\n".join(lines)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

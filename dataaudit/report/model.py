@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._io import atomic_write, atomic_write_text, is_special_file, is_stdout, writes_stdout
 from ..errors import ConfigError, GateFailed, InputError
 from ..rule import Severity, Status
+from .escape import shorten
 
 if TYPE_CHECKING:
     import polars as pl
@@ -256,8 +257,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def _short(text: Any, limit: int = 300) -> str:
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    return shorten(" ".join(str(text or "").split()), limit)
 
 
 def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: str) -> list[str]:

@@ -1,38 +1,19 @@
-"""The terminal summary. Dataset text is untrusted: control characters are escaped."""
+"""The terminal renderers: a report's summary and a diff's account. Report text is untrusted and
+goes through :func:`escape.plain <dataaudit.report.escape.plain>`."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# C0/C1 controls (ESC starts terminal escape sequences, \r rewrites a line), line separators,
-# every bidirectional control (U+202E makes text read backwards), lone surrogates (they cannot be
-# printed) and the two non-characters XML cannot carry
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    r"\ud800-\udfff\ufffe\uffff]"
-)
+from .diff import format_value
+from .escape import plain, shorten
+
+if TYPE_CHECKING:
+    from .diff import ReportDiff
+
 _STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
 _COLORS = {"error": "35", "fail": "31", "warn": "33", "pass": "32", "skipped": "2"}
-
-
-def safe(text: Any, limit: int = 120, *, multiline: bool = False) -> str:
-    """One line of untrusted text, safe for a terminal: control chars escaped, length bounded.
-
-    ``multiline`` keeps line breaks (for error messages that span lines).
-    """
-    s = str(text).replace("\t", " ")
-    if not multiline:
-        s = s.replace("\n", "⏎")
-    elif "\n" in s:
-        return "\n".join(safe(line, limit) for line in s.split("\n"))
-    s = _CONTROL.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"
-        ),
-        s,
-    )
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 _ROLE_REASON = re.compile(r"needs (?:the|a) ([\w, ]+?) column")
@@ -50,7 +31,7 @@ def short_reason(message: Any) -> str:
         return "no tokenizer"
     text = re.sub(r"^\S+ vs \S+: ", "", text)  # "test vs train: no verdict (...)"
     text = re.split(r" \(|; |: ", text, maxsplit=1)[0]
-    return text if len(text) <= 60 else text[:59] + "…"
+    return shorten(text, 60)
 
 
 def skipped_groups(results: list[dict[str, Any]]) -> str:
@@ -58,8 +39,8 @@ def skipped_groups(results: list[dict[str, Any]]) -> str:
     groups: dict[str, list[str]] = {}
     for r in results:
         if r["status"] == "skipped":
-            groups.setdefault(short_reason(r.get("message")), []).append(safe(r["code"], 20))
-    return "; ".join(f"{', '.join(codes)}: {safe(why, 80)}" for why, codes in groups.items())
+            groups.setdefault(short_reason(r.get("message")), []).append(plain(r["code"], 20))
+    return "; ".join(f"{', '.join(codes)}: {plain(why, 80)}" for why, codes in groups.items())
 
 
 def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
@@ -68,9 +49,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
 
     splits = data["dataset"]["splits"]
     lines = [
-        f"dataaudit {safe(data['tool']['version'], 40)} · "
+        f"dataaudit {plain(data['tool']['version'], 40)} · "
         + ", ".join(
-            f"{safe(name, 60)} ({safe(info['kind'], 20)}): {info['rows']:,} rows"
+            f"{plain(name, 60)} ({plain(info['kind'], 20)}): {info['rows']:,} rows"
             for name, info in splits.items()
         )
     ]
@@ -78,17 +59,17 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     if roles:
         lines.append(
             "columns: "
-            + ", ".join(f"{safe(r, 20)}={safe(v['column'], 60)}" for r, v in roles.items())
+            + ", ".join(f"{plain(r, 20)}={plain(v['column'], 60)}" for r, v in roles.items())
         )
     lines.append("")
     results = sorted(data["results"], key=lambda r: (_STATUS_ORDER[r["status"]], r["code"]))
     for r in results:
         status = r["status"].upper() if r["status"] != "skipped" else "SKIP"
         head = (
-            f"{paint(r['status'], f'{status:<5}')} {safe(r['code'], 20):<8} {safe(r['name'], 60)}"
+            f"{paint(r['status'], f'{status:<5}')} {plain(r['code'], 20):<8} {plain(r['name'], 60)}"
         )
         if r["status"] in ("error", "skipped"):
-            lines.append(f"{head}: {safe(r['message'], 200)}")
+            lines.append(f"{head}: {plain(r['message'], 200)}")
             continue
         n = len(r["findings"])
         rows = r.get("flagged_rows", 0)
@@ -96,7 +77,7 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         extra += f" · {rows:,} rows flagged" if rows else ""
         lines.append(head + extra)
         for f in r["findings"][:3]:
-            lines.append(f"        [{safe(f['severity'], 10)}] {safe(f['message'], 140)}")
+            lines.append(f"        [{plain(f['severity'], 10)}] {plain(f['message'], 140)}")
         if n > 3:
             lines.append(f"        … {n - 3} more in the JSON report")
     s = data["summary"]
@@ -104,13 +85,109 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     skipped = f" ({skipped_groups(results)})" if s["skipped"] else ""
     lines += [
         "",
-        f"gate {verdict} (fail_on={safe(data['fail_on'], 10)}): {s['pass']} pass, "
+        f"gate {verdict} (fail_on={plain(data['fail_on'], 10)}): {s['pass']} pass, "
         f"{s['warn']} warn, {s['fail']} fail, {s['error']} error, {s['skipped']} skipped"
         f"{skipped}; {s['flagged_rows']:,} rows flagged",
     ]
     gate = data.get("gate") or {}
     if not data["passed"]:
-        lines += [f"  ✗ {safe(reason, 300)}" for reason in gate.get("reasons", [])]
+        lines += [f"  ✗ {plain(reason, 300)}" for reason in gate.get("reasons", [])]
     for err in data.get("plugin_errors", []):
-        lines.append(f"plugin error: {safe(err, 300)}")
+        lines.append(f"plugin error: {plain(err, 300)}")
     return "\n".join(lines)
+
+
+def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
+    """A readable account of what changed between two reports, at most ``max_items`` a section."""
+    o, n = d.old, d.new
+    lines = [
+        f"dataaudit diff: {plain(o.get('created'), 40)} (config #{plain(o.get('config', {}).get('hash'), 20)})"
+        f" → {plain(n.get('created'), 40)} (config #{plain(n.get('config', {}).get('hash'), 20)})"
+    ]
+    lines.append("dataset:")
+    for s in d.splits:
+        if s.state == "added":
+            lines.append(f"  + {plain(s.split, 60)}: new split, {format_value(s.new_rows)} rows")
+        elif s.state == "removed":
+            lines.append(
+                f"  - {plain(s.split, 60)}: split removed ({format_value(s.old_rows)} rows)"
+            )
+        else:
+            rows = (
+                f"{format_value(s.old_rows)} → {format_value(s.new_rows)} rows "
+                f"({_signed((s.new_rows or 0) - (s.old_rows or 0))})"
+                if s.old_rows != s.new_rows
+                else f"{format_value(s.new_rows)} rows"
+            )
+            what = "content changed" if s.state == "changed" else "identical content"
+            cols = ""
+            if s.columns_added:
+                cols += " · columns added: " + ", ".join(plain(c, 40) for c in s.columns_added)
+            if s.columns_removed:
+                cols += " · columns removed: " + ", ".join(plain(c, 40) for c in s.columns_removed)
+            lines.append(f"    {plain(s.split, 60)}: {rows}, {what}{cols}")
+    for w in d.warnings:
+        lines.append(f"warning: {plain(w, 400)}")
+
+    changed_rules = [r for r in d.rules if r.change != "unchanged"]
+    if changed_rules:
+        lines.append("rules:")
+        for r in changed_rules[:max_items]:
+            lines.append(
+                f"  {r.code:<8} {plain(r.name, 40)}: {r.old or '—'} → {r.new or '—'}  [{r.change}]"
+            )
+        _more(lines, len(changed_rules), max_items)
+
+    moved = [m for m in d.metrics if m.verdict != "unchanged"]
+    if moved:
+        lines.append(f"metrics (tolerance {d.rel_tol:g} relative):")
+        order = {"regressed": 0, "improved": 1, "changed": 2, "added": 3, "removed": 4}
+        moved.sort(key=lambda m: (order[m.verdict], m.code, m.name, m.split or ""))
+        for m in moved[:max_items]:
+            split = f" [{plain(m.split, 40)}]" if m.split else ""
+            delta = f" ({_signed(m.delta)})" if m.delta is not None else ""
+            better = f", {m.direction} is better" if m.direction != "none" else ""
+            lines.append(
+                f"  {m.code:<8} {plain(m.name, 60)}{split}: {format_value(m.old)} → {format_value(m.new)}"
+                f"{delta}  [{m.verdict}{better}]"
+            )
+        _more(lines, len(moved), max_items)
+
+    c = d.counts()["findings"]
+    count_changed = [f for f in d.findings if f.state == "persisting" and f.count_delta]
+    lines.append(
+        f"findings: {c.get('new', 0)} new, {c.get('resolved', 0)} resolved, "
+        f"{c.get('persisting', 0)} persisting ({len(count_changed)} with a changed count)"
+    )
+    shown = [f for f in d.findings if f.state != "persisting"] + count_changed
+    mark = {"new": "+", "resolved": "-", "persisting": "~"}
+    for f in shown[:max_items]:
+        count = (
+            f" (count {format_value(f.old_count)} → {format_value(f.new_count)})"
+            if f.state == "persisting"
+            else ""
+        )
+        lines.append(
+            f"  {mark[f.state]} [{plain(f.severity, 10)}] {f.code} {plain(f.message, 140)}{count}"
+        )
+    _more(lines, len(shown), max_items)
+
+    if d.regressed:
+        lines.append("verdict: REGRESSED")
+        lines += [f"  - {plain(r, 200)}" for r in d.regressions[:max_items]]
+        _more(lines, len(d.regressions), max_items)
+    else:
+        lines.append("verdict: no regression" + ("" if d.has_changes else " (no changes)"))
+    return "\n".join(lines)
+
+
+def _more(lines: list[str], total: int, shown: int) -> None:
+    if total > shown:
+        lines.append(f"  … {total - shown} more in the JSON diff")
+
+
+def _signed(v: Any) -> str:
+    if v is None:
+        return "—"
+    s = format_value(v)
+    return s if s.startswith("-") else "+" + s

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import dataaudit
 from dataaudit.cli import main
 from dataaudit.report.diff import diff
-from dataaudit.report.text import render_summary, safe
+from dataaudit.report.escape import plain as safe
+from dataaudit.report.text import render_summary
 
 HOSTILE = ["\x1b[2J", "\x1b]0;pwned\x07", "\x07", "a\rb", "\u202eevil", "\x9b31m", "\u2067x"]
 RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
