@@ -73,13 +73,28 @@ _SEVERITY_RANK = {Severity.INFO: 0, Severity.WARN: 1, Severity.ERROR: 2}
 
 
 class Status(str, enum.Enum):
-    """Outcome of one rule in one audit."""
+    """Outcome of one rule in one audit, in the order the report counts them."""
 
     PASS = "pass"
     WARN = "warn"
     FAIL = "fail"
     ERROR = "error"
     SKIPPED = "skipped"
+
+    @property
+    def rank(self) -> int | None:
+        """How bad the verdict is (pass < warn < fail < error); None for skipped, which is no
+        verdict at all (a diff calls a move to or from it a change of coverage)."""
+        return None if self is Status.SKIPPED else _STATUS_RANK[self]
+
+    @classmethod
+    def worst_first(cls) -> tuple[Status, ...]:
+        """The order renderers list rules and counts in: error, fail, warn, pass, skipped."""
+        return _WORST_FIRST
+
+
+_WORST_FIRST = (Status.ERROR, Status.FAIL, Status.WARN, Status.PASS, Status.SKIPPED)
+_STATUS_RANK = {s: rank for rank, s in enumerate(reversed(_WORST_FIRST[:-1]))}
 
 
 class Direction(str, enum.Enum):

@@ -21,15 +21,13 @@ from typing import Any
 
 from .._io import atomic_write_text
 from ..errors import InputError
+from ..rule import Severity, Status
 from .escape import plain
 from .model import Report, check_report
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
 
 DiffSchemaVersion = "1.0"
-# how bad a status is; skipped is not on this scale (it is "no verdict")
-_STATUS_RANK = {"pass": 0, "warn": 1, "fail": 2, "error": 3}
-_SEVERITY_RANK = {"info": 0, "warn": 1, "error": 2}
 
 
 @dataclass
@@ -131,9 +129,20 @@ def _status_change(old: str | None, new: str | None) -> str:
         return "removed"
     if old == new:
         return "unchanged"
-    if old in _STATUS_RANK and new in _STATUS_RANK:
-        return "regressed" if _STATUS_RANK[new] > _STATUS_RANK[old] else "improved"
-    return "changed"  # to or from skipped: coverage changed, not the verdict
+    old_rank, new_rank = _rank(Status, old), _rank(Status, new)
+    if old_rank is None or new_rank is None:
+        return "changed"  # to or from skipped: coverage changed, not the verdict
+    return "regressed" if new_rank > old_rank else "improved"
+
+
+def _rank(
+    kind: type[Status] | type[Severity], value: Any, default: int | None = None
+) -> int | None:
+    """The rank of a status or severity as the report spells it; ``default`` for another value."""
+    try:
+        return kind(value).rank
+    except ValueError:
+        return default
 
 
 class ReportDiff:
@@ -276,8 +285,8 @@ class ReportDiff:
         fa = {f["fingerprint"]: f for f in (a or {}).get("findings", [])}
         fb = {f["fingerprint"]: f for f in (b or {}).get("findings", [])}
         # a rule that errored or was skipped has no findings: that is not "resolved"
-        a_ran = a is not None and a.get("status") not in ("error", "skipped")
-        b_ran = b is not None and b.get("status") not in ("error", "skipped")
+        a_ran = a is not None and a.get("status") not in (Status.ERROR, Status.SKIPPED)
+        b_ran = b is not None and b.get("status") not in (Status.ERROR, Status.SKIPPED)
         for fp in list(fa) + [k for k in fb if k not in fa]:
             x, y = fa.get(fp), fb.get(fp)
             if x is not None and y is not None:
@@ -309,11 +318,12 @@ class ReportDiff:
     @property
     def regressions(self) -> list[str]:
         """Why the new version is worse, one line each (empty when it is not)."""
+        warn = Severity.WARN.rank  # a finding whose severity is unknown counts as a warning
         out = [f"{r.code}: status {r.old} → {r.new}" for r in self.rules if r.change == "regressed"]
         out += [
             f"{r.code}: new rule is {r.new}"
             for r in self.rules
-            if r.change == "added" and r.new in ("fail", "error")
+            if r.change == "added" and r.new in (Status.FAIL, Status.ERROR)
         ]
         out += [
             f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: {format_value(m.old)} → {format_value(m.new)}"
@@ -324,14 +334,14 @@ class ReportDiff:
         out += [
             f"{f.code}: new {f.severity} finding {f.fingerprint}"
             for f in self.findings
-            if f.state == "new" and _SEVERITY_RANK.get(f.severity, 1) >= _SEVERITY_RANK["warn"]
+            if f.state == "new" and _rank(Severity, f.severity, warn) >= warn
         ]
         out += [
             f"{f.code}: finding {f.fingerprint} severity {f.old_severity} → {f.severity}"
             for f in self.findings
             if f.state == "persisting"
             and f.old_severity is not None
-            and _SEVERITY_RANK.get(f.severity, 1) > _SEVERITY_RANK.get(f.old_severity, 1)
+            and _rank(Severity, f.severity, warn) > _rank(Severity, f.old_severity, warn)
         ]
         if self.old.get("passed") and not self.new.get("passed"):
             out.insert(0, "gate: passed → failed")

@@ -16,19 +16,32 @@ import math
 import re
 from typing import Any
 
+from ..rule import Severity, Status
 from .escape import html as esc
 from .escape import html_id
 
 __all__ = ["render_compact", "render_html"]
 
-_STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
-_SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
 _MAX_TABLE_ROWS = 200
 _MAX_BARS = 30
+#: a status's colour (severities borrow one: _SEVERITY_CLASS); the page's CSS and the notebook
+#: summary's inline styles both use these
+_COLORS = {
+    "pass": "#1a7f37",
+    "warn": "#9a6700",
+    "fail": "#cf222e",
+    "error": "#8250df",
+    "skipped": "#6e7781",
+    "info": "#0969da",
+}
+#: the colour class a finding's severity is shown in
+_SEVERITY_CLASS = {Severity.ERROR: "fail", Severity.WARN: "warn", Severity.INFO: "info"}
+_STATUSES = frozenset(s.value for s in Status)
 
-_CSS = """
-:root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#f6f8fa;--pass:#1a7f37;--warn:#9a6700;
---fail:#cf222e;--error:#8250df;--skipped:#6e7781;--info:#0969da}
+_COLOR_VARS = ";".join(f"--{name}:{color}" for name, color in _COLORS.items())
+_CSS = (
+    f"\n:root{{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#f6f8fa;{_COLOR_VARS}}}"
+    + """
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);
 margin:0;padding:0 24px 48px;max-width:1200px}
@@ -56,6 +69,7 @@ border-radius:8px;padding:6px 12px;min-width:90px}.card b{font-size:20px;display
 svg{display:block;margin:6px 0 10px}svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
 .toc td{border:none;padding:1px 8px}
 """
+)
 
 
 def _num(value: Any) -> str:
@@ -124,7 +138,7 @@ def _bar_chart(items: list[tuple[Any, float]], *, title: str | None = None, fmt:
     for i, (label, v) in enumerate(items):
         y = top + i * row_h
         w = max(1.0, bar_w * abs(v) / vmax) if v else 0.0
-        color = "#0969da" if v >= 0 else "#cf222e"
+        color = _COLORS["info"] if v >= 0 else _COLORS["fail"]
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{esc(label, 40)}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
@@ -150,7 +164,7 @@ def _header(data: dict[str, Any]) -> str:
     tool = data.get("tool", {})
     cards = "".join(
         f'<div class="card"><span class="badge s-{k}">{k}</span><b>{_num(s.get(k, 0))}</b></div>'
-        for k in ("error", "fail", "warn", "pass", "skipped")
+        for k in (st.value for st in Status.worst_first())
     )
     cfg = data.get("config", {})
     return (
@@ -227,7 +241,13 @@ def _toc(results: list[dict[str, Any]]) -> str:
 
 def _status(r: dict[str, Any]) -> str:
     st = r.get("status")
-    return st if st in _STATUS_ORDER else "error"
+    return st if st in _STATUSES else "error"
+
+
+def _worst_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rules in the order every renderer lists them: by status, worst first, then by code."""
+    order = Status.worst_first()
+    return sorted(results, key=lambda r: (order.index(_status(r)), str(r.get("code"))))
 
 
 def _metrics(metrics: list[dict[str, Any]]) -> str:
@@ -278,8 +298,8 @@ def _examples(examples: list[Any]) -> str:
 
 
 def _finding(f: dict[str, Any]) -> str:
-    sev = f.get("severity") if f.get("severity") in _SEVERITY_ORDER else "info"
-    sev_class = {"error": "fail", "warn": "warn", "info": "info"}[sev]
+    sev = f.get("severity") if f.get("severity") in _SEVERITY_CLASS else "info"
+    sev_class = _SEVERITY_CLASS[sev]
     out = [
         '<div class="finding">',
         f'<span class="badge s-{sev_class}">{esc(sev)}</span> {esc(f.get("message"))}',
@@ -374,10 +394,7 @@ def _rule(r: dict[str, Any]) -> str:
 
 def render_html(data: dict[str, Any]) -> str:
     """The report dict (``Report.data``) as one self-contained HTML page."""
-    results = sorted(
-        data.get("results", []) or [],
-        key=lambda r: (_STATUS_ORDER.get(r.get("status"), 0), str(r.get("code"))),
-    )
+    results = _worst_first(data.get("results", []) or [])
     verdict = "PASSED" if data.get("passed") else "FAILED"
     body = [
         _header(data),
@@ -403,16 +420,8 @@ def render_html(data: dict[str, Any]) -> str:
     )
 
 
-_COLORS = {
-    "pass": "#1a7f37",
-    "warn": "#9a6700",
-    "fail": "#cf222e",
-    "error": "#8250df",
-    "skipped": "#6e7781",
-    "info": "#0969da",
-}
-_SEV_COLOR = {"error": "fail", "warn": "warn", "info": "info"}
 _COMPACT_FINDINGS = 3  # findings shown per failing or warning rule
+_SHOWN_COMPACT = (Status.ERROR, Status.FAIL, Status.WARN)  # the rules the notebook summary lists
 
 
 def _pill(text: str, color: str) -> str:
@@ -434,7 +443,7 @@ def render_compact(data: dict[str, Any]) -> str:
         f"gate {'passed' if passed else 'failed'}", _COLORS["pass" if passed else "fail"]
     )
     counts = " · ".join(
-        f"{_num(s.get(k, 0))} {k}" for k in ("fail", "error", "warn", "pass", "skipped")
+        f"{_num(s.get(k, 0))} {k}" for k in (st.value for st in Status.worst_first())
     )
     splits = data.get("dataset", {}).get("splits", {}) or {}
     rows = ", ".join(
@@ -450,10 +459,9 @@ def render_compact(data: dict[str, Any]) -> str:
     if reasons and not passed:
         items = "".join(f"<li>{esc(r, 300)}</li>" for r in reasons[:10])
         out.append(f'<ul style="margin:4px 0">{items}</ul>')
-    shown = [
-        r for r in data.get("results", []) or [] if r.get("status") in ("fail", "error", "warn")
-    ]
-    shown.sort(key=lambda r: (_STATUS_ORDER.get(r.get("status"), 0), str(r.get("code"))))
+    shown = _worst_first(
+        [r for r in data.get("results", []) or [] if r.get("status") in _SHOWN_COMPACT]
+    )
     if shown:
         cell = 'style="border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top"'
         out.append('<table style="border-collapse:collapse;margin-top:4px">')
@@ -461,7 +469,7 @@ def render_compact(data: dict[str, Any]) -> str:
             st = _status(r)
             findings = (r.get("findings") or [])[:_COMPACT_FINDINGS]
             lines = "<br>".join(
-                f"{_pill(str(f.get('severity')), _COLORS[_SEV_COLOR.get(f.get('severity'), 'skipped')])} "
+                f"{_pill(str(f.get('severity')), _COLORS[_SEVERITY_CLASS.get(f.get('severity'), 'skipped')])} "
                 f"{esc(f.get('message'), 300)}"
                 for f in findings
             ) or esc(r.get("message"), 300)

@@ -11,13 +11,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..rule import ACTIONS
+from ..rule import ACTIONS, Direction, Severity, Status
 from .model import DICT_COLUMNS, FLAG_COLUMNS, SCHEMA_VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
-_STATUS = ["pass", "warn", "fail", "error", "skipped"]
-_SEVERITY = ["info", "warn", "error"]
+_STATUS = [s.value for s in Status]
+_SEVERITY = [s.value for s in Severity]
+_FAIL_ON = {"enum": [s.value for s in Severity if s.rank >= Severity.WARN.rank]}  # info: no gate
 
 
 def _obj(
@@ -90,7 +91,7 @@ def report_schema() -> dict[str, Any]:
             "name": {"type": "string"},
             "split": {"type": ["string", "null"]},
             "value": number,
-            "direction": {"enum": ["lower", "higher", "none"]},
+            "direction": {"enum": [d.value for d in Direction]},
             "unit": {"type": ["string", "null"]},
         }
     )
@@ -164,15 +165,15 @@ def report_schema() -> dict[str, Any]:
                     "required": ["select", "ignore", "fail_on", "rules", "hash"],
                     "properties": {
                         "hash": {"type": "string"},
-                        "fail_on": {"enum": ["warn", "error"]},
+                        "fail_on": _FAIL_ON,
                     },
                 },
                 "passed": {"type": "boolean"},
-                "fail_on": {"enum": ["warn", "error"]},
+                "fail_on": _FAIL_ON,
                 "gate": _obj(
                     {
                         "passed": {"type": "boolean"},
-                        "fail_on": {"enum": ["warn", "error"]},
+                        "fail_on": _FAIL_ON,
                         "required_rules": {"type": "array", "items": {"type": "string"}},
                         "required_roles": {"type": "array", "items": {"type": "string"}},
                         "reasons": {"type": "array", "items": {"type": "string"}},

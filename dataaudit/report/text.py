@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..rule import Status
 from .diff import format_value
 from .escape import plain, shorten
 
 if TYPE_CHECKING:
     from .diff import ReportDiff
 
-_STATUS_ORDER = {"error": 0, "fail": 1, "warn": 2, "pass": 3, "skipped": 4}
 _COLORS = {"error": "35", "fail": "31", "warn": "33", "pass": "32", "skipped": "2"}
 
 
@@ -62,7 +62,8 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
             + ", ".join(f"{plain(r, 20)}={plain(v['column'], 60)}" for r, v in roles.items())
         )
     lines.append("")
-    results = sorted(data["results"], key=lambda r: (_STATUS_ORDER[r["status"]], r["code"]))
+    order = Status.worst_first()
+    results = sorted(data["results"], key=lambda r: (order.index(r["status"]), r["code"]))
     for r in results:
         status = r["status"].upper() if r["status"] != "skipped" else "SKIP"
         head = (

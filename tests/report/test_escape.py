@@ -1,4 +1,4 @@
-"""One set of escaping rules for every renderer (report/escape.py)."""
+"""One set of escaping rules for every renderer (report/escape.py), and one status order."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from dataaudit.report.escape import html, html_id, plain, shorten, visible
 from dataaudit.report.html import render_compact, render_html
 from dataaudit.report.junit import render_junit
 from dataaudit.report.text import render_summary
+from dataaudit.rule import Status
 
 # one of each kind the rules cover: C0, C1, bidi (incl. the Arabic letter mark), line
 # separator, lone surrogate, the non-characters XML cannot carry
@@ -69,3 +70,40 @@ def test_html_escapes_markup_and_says_what_it_cut():
     assert html("y" * 12, 10) == "y" * 10 + "… [+2 chars]"
     assert html_id('"><x\u202e') == "r-___x_"
     assert re.fullmatch(r"r-[A-Za-z0-9_-]+", html_id("\x00" * 200))
+
+
+def test_status_order_is_the_enums():
+    assert [s.value for s in Status.worst_first()] == ["error", "fail", "warn", "pass", "skipped"]
+    assert [s.rank for s in Status] == [0, 1, 2, 3, None]  # pass < warn < fail < error
+
+
+def _statuses(report) -> dict:
+    """The report with one rule of each status, codes in the opposite order of the statuses."""
+    data = copy.deepcopy(report.data)
+    template = data["results"][0]
+    data["results"] = []
+    for code, status in zip(("AAA001", "BBB001", "CCC001", "DDD001", "EEE001"), list(Status)):
+        r = copy.deepcopy(template)
+        r.update(code=code, name=f"n.{status.value}", status=status.value, findings=[])
+        data["results"].append(r)
+    data["summary"].update({s.value: i + 1 for i, s in enumerate(Status)})
+    data["passed"] = data["gate"]["passed"] = True
+    data["gate"]["reasons"] = []
+    return data
+
+
+def test_renderers_list_rules_and_counts_worst_first(report):
+    data = _statuses(report)
+    worst_first_codes = ["DDD001", "CCC001", "BBB001", "AAA001", "EEE001"]  # skipped last
+    text = render_summary(data)
+    assert re.findall(r"^\S+ +([A-E]{3}001)", text, re.M) == worst_first_codes
+    page = render_html(data)
+    toc = page[page.index("<h2>Rules</h2>") : page.index("<h2>Results</h2>")]
+    assert re.findall(r">([A-E]{3}001)<", toc) == worst_first_codes
+    cards = re.findall(r'class="badge s-(\w+)">\w+</span><b>', page)
+    assert cards == ["error", "fail", "warn", "pass", "skipped"]
+    # the notebook summary: the same order of counts (it listed fail before error)
+    compact = render_compact(data)
+    counts = re.findall(r"(\d+) (error|fail|warn|pass|skipped)\b", compact)
+    assert [name for _, name in counts] == ["error", "fail", "warn", "pass", "skipped"]
+    assert re.findall(r"<b>([A-E]{3}001)</b>", compact) == worst_first_codes[:3]
