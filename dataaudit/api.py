@@ -162,9 +162,11 @@ def audit(
         )
     engine.finish(state, ctx, progress=progress)
     return Report.build(
-        state,
+        [run.outcome() for run in state.runs],
+        state.identity,
         ctx,
         cfg,
+        stopped=state.stopped,
         plugin_errors=plugin_errors,
         seconds=time.perf_counter() - t0,
         resources=_resources(ctx),

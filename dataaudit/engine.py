@@ -25,7 +25,7 @@ import pyarrow as pa
 from .context import AuditContext
 from .features import Batch
 from .identity import SplitIdentity
-from .rule import Direction, Finding, Flag, Metric, Rule, RuleResult, Severity
+from .rule import Direction, Finding, Flag, Metric, Rule, RuleOutcome, RuleResult, Severity
 
 
 @dataclass
@@ -43,6 +43,12 @@ class RuleRun:
     @property
     def active(self) -> bool:
         return self.error is None and self.skipped is None
+
+    def outcome(self) -> RuleOutcome:
+        """What the report takes of this run (the state stays here)."""
+        return RuleOutcome(
+            self.rule, self.severity, self.result, self.error, self.skipped, self.seconds
+        )
 
 
 @dataclass

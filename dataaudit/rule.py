@@ -31,6 +31,7 @@ __all__ = [
     "Flag",
     "Metric",
     "Rule",
+    "RuleOutcome",
     "RuleResult",
     "Severity",
     "Status",
@@ -280,3 +281,36 @@ class Rule:
             )
         if not cls.name:
             raise PluginError(f"rule {cls.code} has no name")
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """How one rule's run ended, as any engine hands it to the report: its result, or why it
+    has none (``error``: it raised; ``skipped``: it could not run), and the seconds it took."""
+
+    rule: Rule
+    severity: Severity  # the configured severity of the rule's findings and flags
+    result: RuleResult | None = None
+    error: str | None = None
+    skipped: str | None = None
+    seconds: float = 0.0
+
+    def status(self, fail_on: Severity) -> Status:
+        """The gate's verdict: error if the rule raised, skipped without a result, else fail,
+        warn or pass by its worst finding (a finding at ``fail_on`` fails)."""
+        if self.error is not None:
+            return Status.ERROR
+        if self.skipped is not None or self.result is None or self.result.skipped is not None:
+            return Status.SKIPPED
+        worst = max(
+            (f.severity or self.severity for f in self.result.findings),
+            key=lambda s: s.rank,
+            default=None,
+        )
+        if worst is None:
+            return Status.PASS
+        if worst.rank >= fail_on.rank:
+            return Status.FAIL
+        if worst.rank >= Severity.WARN.rank:
+            return Status.WARN
+        return Status.PASS

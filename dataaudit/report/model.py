@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write, atomic_write_text, is_special_file, is_stdout, writes_stdout
 from ..errors import ConfigError, GateFailed, InputError
-from ..rule import Severity, Status
+from ..rule import RuleOutcome, Severity, Status
 from .escape import shorten
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import polars as pl
 
     from ..config import AuditConfig
     from ..context import AuditContext
-    from ..engine import RuleRun, ScanState
+    from ..identity import SplitIdentity
 
 # 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer)
 SCHEMA_VERSION = "1.3"
@@ -59,13 +61,13 @@ def _bounded(values: pl.Series, limit: int) -> pl.Series:
 _FLAG_ORDER = ["split", "row", "code", "cluster", "detail", "action", "severity", "id", "score"]
 
 
-def collect_flags(runs: list[RuleRun]) -> pl.DataFrame:
+def collect_flags(outcomes: list[RuleOutcome]) -> pl.DataFrame:
     """Every rule's flags as a table of FLAG_COLUMNS: severity and action resolved, untrusted
     text bounded, duplicates removed, sorted (columns built at once: flags can be millions)."""
     import polars as pl
 
     columns: dict[str, list[Any]] = {name: [] for name in FLAG_COLUMNS}
-    for run in runs:
+    for run in outcomes:
         if run.result is None or run.error is not None or not run.result.flags:
             continue
         flags = run.result.flags
@@ -139,27 +141,8 @@ def decode_flags(stored: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(columns)
 
 
-def rule_status(run: RuleRun, fail_on: Severity) -> Status:
-    if run.error is not None:
-        return Status.ERROR
-    if run.skipped is not None or run.result is None or run.result.skipped is not None:
-        return Status.SKIPPED
-    worst = None
-    for finding in run.result.findings:
-        sev = finding.severity or run.severity
-        if worst is None or sev.rank > worst.rank:
-            worst = sev
-    if worst is None:
-        return Status.PASS
-    if worst.rank >= fail_on.rank:
-        return Status.FAIL
-    if worst.rank >= Severity.WARN.rank:
-        return Status.WARN
-    return Status.PASS
-
-
-def _result_dict(run: RuleRun, fail_on: Severity, max_examples: int) -> dict[str, Any]:
-    status = rule_status(run, fail_on)
+def _result_dict(run: RuleOutcome, fail_on: Severity, max_examples: int) -> dict[str, Any]:
+    status = run.status(fail_on)
     rule = run.rule
     out: dict[str, Any] = {
         "code": rule.code,
@@ -300,20 +283,24 @@ class Report:
     @classmethod
     def build(
         cls,
-        state: ScanState,
+        outcomes: list[RuleOutcome],
+        identity: Mapping[str, SplitIdentity],
         ctx: AuditContext,
         config: AuditConfig,
         *,
+        stopped: str | None = None,
         plugin_errors: list[str],
         seconds: float,
         resources: dict[str, Any] | None = None,
     ) -> Report:
-        """``resources``: what the audit resolved and used (the tokenizer: name, hash, vocabulary
-        size and chat template), recorded for provenance."""
+        """The report of one audit, from what any engine hands over: each rule's outcome and
+        each split's identity (rows, columns, content hash) as read. ``stopped``: why the scan
+        ended before the end of the input, if it did; ``resources``: what the audit resolved and
+        used (the tokenizer: name, hash, vocabulary size and chat template), for provenance."""
         from .. import __version__
 
         fail_on = Severity.parse(config.fail_on)
-        results = [_result_dict(run, fail_on, config.max_examples) for run in state.runs]
+        results = [_result_dict(o, fail_on, config.max_examples) for o in outcomes]
         results.sort(key=lambda r: r["code"])
         counts = {s.value: 0 for s in Status}
         for r in results:
@@ -322,15 +309,14 @@ class Report:
 
         required = required_codes(load_rules(), config.require_rules)
         reasons = gate_reasons(results, required, fail_on.value)
-        stopped = getattr(state, "stopped", None)
         if stopped:  # the rules that were running are errors; say why the data is partial
             reasons.insert(0, f"the scan stopped before the end of the input: {_short(stopped)}")
         passed = not reasons
-        flags = collect_flags(state.runs)
+        flags = collect_flags(outcomes)
         splits = {
-            name: {"kind": ctx.splits[name].kind, **state.identity[name].to_dict()}
+            name: {"kind": ctx.splits[name].kind, **identity[name].to_dict()}
             for name in ctx.splits
-            if name in state.identity
+            if name in identity
         }
         data = {
             "schema_version": SCHEMA_VERSION,

@@ -141,7 +141,17 @@ def test_flags_frame_and_examples_are_bounded():
     long = "x" * 5000 + "\ufffd"
     report = audit([{"text": long}] * 12, select=["TXT002"], rules=None)
     flags = report.flags()
-    assert flags.columns == ["split", "row", "id", "code", "severity", "action", "cluster", "score", "detail"]
+    assert flags.columns == [
+        "split",
+        "row",
+        "id",
+        "code",
+        "severity",
+        "action",
+        "cluster",
+        "score",
+        "detail",
+    ]
     assert flags["row"].to_list() == list(range(12))
     finding = report.result("TXT002")["findings"][0]
     assert finding["count"] == 12
@@ -207,3 +217,50 @@ def test_engine_shards_merge_to_one_pass():
     assert {k: v.content_hash() for k, v in one.identity.items()} == {
         k: v.content_hash() for k, v in merged.identity.items()
     }
+
+
+def test_a_report_builds_from_rule_outcomes_without_the_local_engine():
+    """Report.build takes what any engine hands over: each rule's outcome and each split's
+    identity (a Ray engine has no local ScanState)."""
+    import pyarrow as pa
+
+    from dataaudit.config import load_config
+    from dataaudit.context import AuditContext, SplitInfo
+    from dataaudit.corpus import Roles
+    from dataaudit.identity import SplitIdentity
+    from dataaudit.rule import Finding, Flag, RuleOutcome, Severity
+
+    def rule(code: str) -> Rule:
+        return type(code, (Rule,), {"code": code, "name": f"test.{code.lower()}"})()
+
+    identity = SplitIdentity()
+    identity.update(pa.record_batch({"text": ["a", "b", "c"]}))
+    ctx = AuditContext({"train": SplitInfo("train", "train")}, Roles(text="text"))
+    found = RuleResult(findings=[Finding("two bad rows", "k", count=2)], flags=[Flag("train", 2)])
+    outcomes = [
+        RuleOutcome(rule("TST001"), Severity.WARN, found, seconds=0.25),
+        RuleOutcome(rule("TST002"), Severity.ERROR, found),
+        RuleOutcome(rule("TST003"), Severity.WARN, error="ValueError: boom"),
+        RuleOutcome(rule("TST004"), Severity.WARN, skipped="needs the label column role(s)"),
+        RuleOutcome(rule("TST005"), Severity.WARN, RuleResult()),
+    ]
+    report = Report.build(
+        outcomes,
+        {"train": identity},
+        ctx,
+        load_config(),
+        stopped="a worker died",
+        plugin_errors=[],
+        seconds=1.0,
+    )
+    jsonschema.validate(report.to_dict(), report_schema())
+    assert [r["status"] for r in report.results] == ["warn", "fail", "error", "skipped", "pass"]
+    assert report.result("TST001")["seconds"] == 0.25
+    assert report.data["dataset"]["splits"]["train"]["rows"] == 3
+    reasons = report.data["gate"]["reasons"]
+    assert reasons[0].startswith("the scan stopped before the end of the input: a worker died")
+    assert "TST002 failed: 1 error finding (fail_on=error)" in reasons
+    assert not report.passed
+    flags = report.flags()
+    assert flags["code"].to_list() == ["TST001", "TST002"]
+    assert flags["severity"].to_list() == ["warn", "error"]  # the rule's configured severity
