@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -196,9 +195,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
                 "stable": cls.stable,
                 "requires": list(cls.requires),
                 "origin": ruleset.origin[code],
-                "summary": (inspect.getdoc(cls) or "").splitlines()[0]
-                if inspect.getdoc(cls)
-                else "",
+                "summary": _summary_line(cls),
             }
         )
     if args.json:
@@ -518,9 +515,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(
             f"internal error: {type(exc).__name__}: {plain(exc, 1000)}\n"
-            + textwrap.indent(
-                "(set DATAAUDIT_DEBUG=1 for the traceback and report it as a bug)", ""
-            ),
+            "(set DATAAUDIT_DEBUG=1 for the traceback and report it as a bug)",
             file=sys.stderr,
         )
         return EXIT_INTERNAL

@@ -2,8 +2,8 @@
 
 Per batch, shared features are computed lazily once (see features/), then each rule folds the batch
 into its state. A rule that raises is marked ``error`` with its message and dropped from the rest of
-the pass; the other rules finish. States are mergeable, so :func:`scan` can run on shards and
-:func:`merge_scans` combines them exactly.
+the pass; the other rules finish. States are mergeable, so :func:`scan_parallel` folds chunks in
+worker processes and merges them exactly.
 """
 
 from __future__ import annotations
@@ -462,24 +462,6 @@ def scan_parallel(
     finally:
         bar.close()
     return state
-
-
-def merge_scans(a: ScanState, b: ScanState) -> ScanState:
-    """Combine two shards' scans of the same rules (b's rows come after a's)."""
-    runs = []
-    for ra, rb in zip(a.runs, b.runs):
-        run = RuleRun(ra.rule, ra.severity, skipped=ra.skipped, seconds=ra.seconds + rb.seconds)
-        run.error = ra.error or rb.error
-        if run.active:
-            try:
-                run.state = ra.rule.merge(ra.state, rb.state)
-            except RULE_FAILURES as exc:
-                run.error = _error_message(exc)
-        runs.append(run)
-    identity = dict(a.identity)
-    for name, ident in b.identity.items():
-        identity[name] = identity[name].merge(ident) if name in identity else ident
-    return ScanState(runs, identity)
 
 
 # -- results must go into the report: JSON, finite, in the report's types ------------------------

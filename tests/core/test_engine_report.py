@@ -1,4 +1,4 @@
-"""Engine: error isolation, gate, shard merging, determinism; report: schema and flags."""
+"""Engine: error isolation, gate, determinism; report: schema, flags, built from rule outcomes."""
 
 from __future__ import annotations
 
@@ -186,37 +186,6 @@ def test_json_and_flags_are_written_atomically(tmp_path, monkeypatch):
         report.write_flags(target)
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-
-
-def test_engine_shards_merge_to_one_pass():
-    from dataaudit import engine
-    from dataaudit.api import resolve_rules
-    from dataaudit.config import load_config
-    from dataaudit.context import AuditContext, SplitInfo
-    from dataaudit.corpus import load_corpus
-
-    corpus = load_corpus(DATA)
-    cfg = load_config()
-    rules, _ = resolve_rules(cfg)
-
-    def ctx():
-        return AuditContext(
-            {n: SplitInfo(n, s.kind) for n, s in corpus.splits.items()}, corpus.roles
-        )
-
-    batches = list(corpus.stream(2))
-    one = engine.finish(engine.scan(engine.start(rules, ctx()), batches, ctx()), ctx())
-    c = ctx()
-    first, second = batches[:2], batches[2:]
-    a = engine.scan(engine.start(rules, c), first, c)
-    offsets = {"train": sum(rb.num_rows for s, rb in first if s == "train")}
-    b = engine.scan(engine.start(rules, c), second, c, offsets=offsets)
-    merged = engine.finish(engine.merge_scans(a, b), c)
-    for r1, r2 in zip(one.runs, merged.runs):
-        assert r1.result == r2.result, r1.rule.code
-    assert {k: v.content_hash() for k, v in one.identity.items()} == {
-        k: v.content_hash() for k, v in merged.identity.items()
-    }
 
 
 def test_a_report_builds_from_rule_outcomes_without_the_local_engine():
