@@ -16,19 +16,10 @@ import pyarrow.compute as pc
 import xxhash
 
 from .readers import TYPE_MARKER_PREFIX
+from .sketches.hashing import mix64
 
 _MASK = (1 << 64) - 1
 _NULL = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, vectorized (uint64 arithmetic wraps)."""
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> np.uint64(30))
-        x = x * np.uint64(0xBF58476D1CE4E5B9)
-        x = x ^ (x >> np.uint64(27))
-        x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
 
 
 def _string_hashes(arr: pa.Array) -> np.ndarray:
@@ -79,8 +70,8 @@ def row_hashes(batch: pa.RecordBatch) -> np.ndarray:
             continue
         salt = np.uint64(xxhash.xxh3_64_intdigest(name.encode()))
         with np.errstate(over="ignore"):
-            acc = acc + _mix(_cell_hashes(batch.column(i)) ^ salt)
-    return _mix(acc)
+            acc = acc + mix64(_cell_hashes(batch.column(i)) ^ salt)
+    return mix64(acc)
 
 
 @dataclass

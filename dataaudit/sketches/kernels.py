@@ -29,6 +29,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from .hashing import GOLDEN, M1, M2
+
 
 def kernel(**options: Any) -> Any:
     """``numba.njit(nogil=True)`` with the machine code cached on disk where numba can write
@@ -56,10 +58,11 @@ ROW_SEED = U64(0x2545F4914F6CDD1D)
 
 @kernel(inline="always")
 def _mix(x):
+    """:func:`dataaudit.sketches.hashing.mix64` of one value (numba freezes the constants)."""
     x ^= x >> U64(30)
-    x *= U64(0xBF58476D1CE4E5B9)
+    x *= M1
     x ^= x >> U64(27)
-    x *= U64(0x94D049BB133111EB)
+    x *= M2
     x ^= x >> U64(31)
     return x
 
@@ -173,7 +176,6 @@ def hash_shingles(tokens, counts, ngram, seed_mix, whole_short):
         elif c > 0 and whole_short:
             per_row[r] = 1
     out = np.empty(per_row.sum(), U64)
-    q = U64(0x9E3779B97F4A7C15)
     first = 0
     j = 0
     for r in range(n):
@@ -182,7 +184,7 @@ def hash_shingles(tokens, counts, ngram, seed_mix, whole_short):
             acc = U64(0)
             for k in range(ngram):
                 t = s + k
-                acc = acc * q + (tokens[first + t] if t < c else U64(0))
+                acc = acc * GOLDEN + (tokens[first + t] if t < c else U64(0))
             out[j] = _mix(acc ^ seed_mix)
             j += 1
         first += c

@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .minhash import SENTINEL, empty_rows, jaccard_estimate, mix64
+from .hashing import GOLDEN, mix64
+from .minhash import empty_rows, jaccard_estimate
 
 __all__ = [
     "candidate_pairs",
@@ -34,7 +35,6 @@ __all__ = [
 ]
 
 U64 = np.uint64
-_Q = U64(0x9E3779B97F4A7C15)
 
 Verify = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -74,9 +74,9 @@ def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.98) -
 def signature_keys(signatures: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
     """A 64-bit hash of columns ``start:stop`` of each signature row."""
     sig = signatures[:, start:stop]
-    key = np.full(len(sig), U64(((start + 1) * int(_Q)) & 0xFFFFFFFFFFFFFFFF), U64)
+    key = np.full(len(sig), U64(((start + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF), U64)
     for c in range(sig.shape[1]):
-        key = (key ^ sig[:, c].astype(U64)) * _Q
+        key = (key ^ sig[:, c].astype(U64)) * GOLDEN
         key ^= key >> U64(29)
     return mix64(key)
 
@@ -269,6 +269,3 @@ def near_duplicate_clusters(
     signature Jaccard estimate. Deterministic: a cluster's id is its smallest member row.
     """
     return near_duplicate_pairs(signatures, threshold, bands=bands, rows=rows, verify=verify)[0]
-
-
-_ = SENTINEL  # re-exported for callers that check sentinel rows

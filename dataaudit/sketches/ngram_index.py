@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .minhash import mix64
+from .hashing import mix64
 
 U64 = np.uint64
 PROBES = 4

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.sketches import kernels
+from dataaudit.sketches.hashing import mix64
 from dataaudit.sketches.minhash import (
     EMPTY_HASH,
     NULL_HASH,
@@ -22,7 +23,6 @@ from dataaudit.sketches.minhash import (
     _probe_table,
     cjk_rows,
     minhash_signatures,
-    mix64,
     shingle,
     shingle_rows,
     text_hashes,

@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...reference import close_comparisons, comparison_plan, pair_label, rounded
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...sketches.hashing import splitmix64
 from ...sketches.histogram import CountVector
 from ...stats import js_divergence, js_terms
 from ...tokenizer import get_handle, tokenizer_for
@@ -18,12 +19,7 @@ from .._origin import check_origin, state_origin
 
 def half_of(rows: np.ndarray, seed: int) -> np.ndarray:
     """0/1 per row id: a seeded splitmix64 bit, so halves are random yet shard-independent."""
-    with np.errstate(over="ignore"):
-        z = rows.astype(np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) & (2**64 - 1))
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z & np.uint64(1)).astype(np.int64)
+    return (splitmix64(rows, seed) & np.uint64(1)).astype(np.int64)
 
 
 _NAME_CHARS = 80  # a token shown as evidence is cut to this many characters
