@@ -48,6 +48,35 @@ def test_chi2_sf_matches_known_values():
     assert p < 1e-20 and v == pytest.approx(0.8)
 
 
+def test_chi2_sf_is_scipys_to_the_last_bit():
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(4)
+    for x, dof in zip(rng.gamma(2.0, 20.0, 200), rng.integers(1, 60, 200)):
+        assert chi2_sf(float(x), int(dof)) == chi2.sf(x, dof)
+    assert chi2_sf(0.0, 3) == 1.0 and chi2_sf(5.0, 0) == 1.0
+
+
+def test_an_empty_side_is_undefined_not_a_verdict():
+    """Every statistic of a comparison with an empty side is nan: nothing was compared."""
+    full, empty = np.array([30, 10, 5]), np.zeros(3)
+    assert math.isnan(js_divergence(full, empty)) and math.isnan(js_divergence(empty, full))
+    stat, dof, p, v = chi2_contingency(np.vstack([full, empty]))
+    assert math.isnan(stat) and dof == 0 and math.isnan(p) and math.isnan(v)
+    assert math.isnan(ks_binned(full, empty)[0]) and math.isnan(psi(full, empty))
+
+
+def test_one_shared_category_is_a_perfect_match():
+    stat, dof, p, v = chi2_contingency(np.array([[40, 0], [7, 0]]))
+    assert (stat, dof, p, v) == (0.0, 0, 1.0, 0.0)
+    assert js_divergence(np.array([40, 0]), np.array([7, 0])) == 0.0
+
+
+def test_cramers_v_never_exceeds_one():
+    # perfect association: V is 1, though the arithmetic gives 1.0000000000000002 here
+    assert chi2_contingency(np.eye(6))[3] == 1.0
+
+
 def test_auc_interval_contains_and_narrows():
     lo1, hi1 = auc_confidence_interval(0.7, 100, 100)
     lo2, hi2 = auc_confidence_interval(0.7, 10000, 10000)
