@@ -79,7 +79,9 @@ def main() -> None:
     from dataaudit.context import AuditContext, SplitInfo
     from dataaudit.corpus import load_corpus
     from dataaudit.features import Batch
-    from dataaudit.rules.labels.likely_mislabels import LikelyMislabels, run_probe
+    from dataaudit.rules.labels._probe import run_probe
+    from dataaudit.rules.labels._sample import sampled
+    from dataaudit.rules.labels.likely_mislabels import LikelyMislabels
 
     try:
         from cleanlab.filter import find_label_issues
@@ -131,17 +133,17 @@ def main() -> None:
         state = rule.update(state, Batch(split, rb, offset, ctx.roles, "train"))
         offset += rb.num_rows
     run = run_probe(
-        state["sample"]["items"],
+        sampled(state["sample"]),
         seed=args.seed,
         folds=rule.folds,
         min_rows=rule.min_rows,
         min_class_rows=rule.min_class_rows,
         max_classes=rule.max_classes,
     )
-    rows_idx = np.array([it[2] for it in run.items])
+    rows_idx = np.array([it.row for it in run.items])
     truth = truth_by_row[rows_idx]
     index = {c: i for i, c in enumerate(run.classes)}
-    given = np.array([index[it[4]] for it in run.items])
+    given = np.array([index[it.label] for it in run.items])
     clean = np.array([index.get(rows[r][1], -1) for r in rows_idx])
     ours = ours_flag[rows_idx]
     assert np.array_equal(ours, run.cl.issue), "bench and audit disagree on LBL002's flags"

@@ -79,3 +79,28 @@ def test_memorization_skips_tiny_or_single_class():
     rows = [{"text": f"a {i}", "label": "x"} for i in range(50)]
     report = da.audit({"train": rows}, select=["LBL004"], text="text", label="label")
     assert report.status("LBL004") == "skipped"
+
+
+def test_one_class_everywhere_is_a_perfect_match_not_an_unknown():
+    """Train and test with the same single class: the chi² test has nothing to find (p = 1),
+    as stats.chi2_contingency says for every rule (LBL003 used to report no p-value)."""
+    data = {
+        "train": [{"text": f"train row {i}", "label": "a"} for i in range(60)],
+        "test": [{"text": f"test row {i}", "label": "a"} for i in range(20)],
+    }
+    report = da.audit(
+        data, select=["LBL003"], rules={"LBL003": {"probe": False}}, text="text", label="label"
+    )
+    assert report.metric("LBL003", "label_chi2_pvalue", "test") == 1.0
+    assert report.metric("LBL003", "label_cramers_v", "test") == 0.0
+    assert report.metric("LBL003", "label_js_divergence", "test") == 0.0
+    again = da.audit(
+        data,
+        select=["LBL003"],
+        rules={"LBL003": {"probe": False}},
+        text="text",
+        label="label",
+        reference=data,
+    )
+    comparison = again.result("LBL003")["details"]["comparisons"]["test vs reference test"]
+    assert comparison["p_value"] == 1.0 and comparison["drift"] is False

@@ -15,14 +15,18 @@ labeled i that confidently belong to j != i are the likely label issues.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xxhash
+
+if TYPE_CHECKING:
+    from ._sample import Sampled
 
 _CACHE: OrderedDict[str, Any] = OrderedDict()
 _CACHE_SIZE = 4
@@ -200,3 +204,69 @@ def confident_learning(proba: np.ndarray, given: np.ndarray) -> ConfidentLearnin
         pick = cand[np.argsort(p_given[cand], kind="stable")[: len(chosen)]]
         issue[pick] = True
     return ConfidentLearning(thresholds, joint, calibrated, noise, issue, suggested, score)
+
+
+def sklearn_missing() -> bool:
+    return importlib.util.find_spec("sklearn") is None
+
+
+class ProbeRun:
+    """The probe's verdict on a sample: LBL002's flags and LBL003's per-class table."""
+
+    def __init__(self, items, classes, proba, cl, dropped, without_text):
+        self.items = items
+        self.classes = classes
+        self.proba = proba
+        self.cl = cl
+        self.dropped = dropped  # classes left out: too few rows
+        self.without_text = without_text  # sampled rows left out: nothing for the probe to read
+
+
+def run_probe(
+    items: list[Sampled],
+    *,
+    seed: int,
+    folds: int,
+    min_rows: int,
+    min_class_rows: int,
+    max_classes: int,
+) -> ProbeRun | str:
+    """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run."""
+    if sklearn_missing():
+        return "scikit-learn is not installed (pip install scikit-learn)"
+    # a row without text gives the probe nothing to read: it is never scored nor flagged (an
+    # empty text is TXT001's finding, not a label error)
+    readable = [it for it in items if has_words(it.text)]
+    without_text = len(items) - len(readable)
+    note = (
+        f"; {without_text} sampled rows have no text for the probe to read and were left out"
+        if without_text
+        else ""
+    )
+    counts = Counter(it.label for it in readable)
+    keep_classes = {c for c, n in counts.items() if n >= max(min_class_rows, folds)}
+    dropped = sorted(set(counts) - keep_classes)
+    kept = [it for it in readable if it.label in keep_classes]
+    if len(keep_classes) < 2:
+        return (
+            f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
+            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(readable)} rows)"
+            + note
+        )
+    if len(kept) < min_rows:
+        return (
+            f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
+            + note
+        )
+    if len(keep_classes) > max_classes:
+        return (
+            f"the label has {len(keep_classes)} classes, more than max_classes={max_classes}; "
+            "the probe is meant for categorical labels (raise max_classes to run it anyway)"
+        )
+    texts = [it.text for it in kept]
+    labels = [it.label for it in kept]
+    classes, proba = oof_proba(texts, labels, folds=folds, seed=seed)
+    index = {c: i for i, c in enumerate(classes)}
+    given = np.array([index[v] for v in labels], np.int64)
+    cl = confident_learning(proba, given)
+    return ProbeRun(kept, classes, proba, cl, dropped, without_text)

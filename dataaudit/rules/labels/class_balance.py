@@ -11,10 +11,11 @@ from ...context import AuditContext
 from ...features import Batch
 from ...reference import match_reference_split, pair_label, reference_sketch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.sampling import BottomK
+from ...stats import chi2_contingency, js_divergence
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
-from . import _common, _conflicts
-from .likely_mislabels import run_probe
+from . import _conflicts, _probe, _sample
 
 
 def _split_start(kind: str) -> dict[str, Any]:
@@ -60,10 +61,6 @@ def _share_shifts(classes, base_shares, shares) -> list[tuple[Any, float]]:
 
 def _describe_shifts(shifts: list[tuple[Any, float]], top: int = 3) -> str:
     return ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:top])
-
-
-def _fmt_p(p: float | None) -> str:
-    return "n/a" if p is None else f"{p:.2g}"
 
 
 class ClassBalance(Rule):
@@ -161,7 +158,7 @@ class ClassBalance(Rule):
             "limit": ctx.max_examples,
             "splits": {},
             "conflicts": _conflicts.start("label"),
-            "sample": _common.sample_start(20000 if self.probe else 0),
+            "sample": BottomK(20000 if self.probe else 0),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -184,7 +181,7 @@ class ClassBalance(Rule):
         if batch.roles.has("input"):
             _conflicts.update(state["conflicts"], batch)
             if self.probe:
-                _common.sample_update(state["sample"], batch, state["seed"], max_chars=2000)
+                _sample.offer(state["sample"], batch, state["seed"], max_chars=2000)
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +215,7 @@ class ClassBalance(Rule):
             "limit": a["limit"],
             "splits": splits,
             "conflicts": _conflicts.merge(a["conflicts"], b["conflicts"]),
-            "sample": _common.sample_merge(a["sample"], b["sample"]),
+            "sample": a["sample"].merge(b["sample"]),
         }
 
     def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
@@ -383,10 +380,9 @@ class ClassBalance(Rule):
             q = np.array([cur.get(c, 0) for c in columns], float)
             appeared = sorted(set(cur) - set(rc))
         gone = sorted(c for c in rc if rc[c] and c not in cur)
-        js = _common.js_divergence(p, q)
-        chi2, v, dof = _common.chi2_cramers_v(np.vstack([p, q]))
-        pval = _common.chi2_pvalue(chi2, dof)
-        drift = bool(v >= float(self.max_cramers_v) and (pval is None or pval < 0.01))
+        js = js_divergence(p, q)
+        chi2, dof, pval, v = chi2_contingency(np.vstack([p, q]))
+        drift = bool(v >= float(self.max_cramers_v) and pval < 0.01)
         result.metric("label_js_divergence_vs_reference", js, Direction.LOWER, split=split)
         result.metric("label_cramers_v_vs_reference", v, Direction.LOWER, split=split)
         result.metric("label_chi2_pvalue_vs_reference", pval, Direction.NONE, split=split)
@@ -399,7 +395,7 @@ class ClassBalance(Rule):
             "cramers_v": round(v, 6),
             "chi2": round(chi2, 6),
             "dof": dof,
-            "p_value": None if pval is None else float(f"{pval:.6g}"),
+            "p_value": float(f"{pval:.6g}"),
             "drift": drift,
             "reference_rows": r_total,
             "rows": c_total,
@@ -413,7 +409,7 @@ class ClassBalance(Rule):
             result.findings.append(
                 Finding(
                     message=f"{split}: label distribution differs from reference {base} "
-                    f"(Cramér's V {v:.2f}, JS divergence {js:.3f}, p={_fmt_p(pval)}); "
+                    f"(Cramér's V {v:.2f}, JS divergence {js:.3f}, p={pval:.2g}); "
                     f"largest share changes: {desc}",
                     key=f"drift_vs_reference|{split}|{base}",
                     count=c_total,
@@ -580,19 +576,18 @@ class ClassBalance(Rule):
             classes = sorted(set(tr) | set(ev))
             p = np.array([tr.get(c, 0) for c in classes], float)
             q = np.array([ev.get(c, 0) for c in classes], float)
-            js = _common.js_divergence(p, q)
-            chi2, v, dof = _common.chi2_cramers_v(np.vstack([p, q]))
-            pval = _common.chi2_pvalue(chi2, dof)
+            js = js_divergence(p, q)
+            _, _, pval, v = chi2_contingency(np.vstack([p, q]))
             result.metric("label_js_divergence", js, Direction.LOWER, split=name)
             result.metric("label_cramers_v", v, Direction.LOWER, split=name)
             result.metric("label_chi2_pvalue", pval, Direction.NONE, split=name)
-            if v >= float(self.max_cramers_v) and (pval is None or pval < 0.01):
+            if v >= float(self.max_cramers_v) and pval < 0.01:
                 shifts = _share_shifts(classes, p / p.sum(), q / q.sum())
                 desc = _describe_shifts(shifts)
                 result.findings.append(
                     Finding(
                         message=f"{name}: label distribution differs from {train} (Cramér's V "
-                        f"{v:.2f}, JS divergence {js:.3f}, p={_fmt_p(pval)}); "
+                        f"{v:.2f}, JS divergence {js:.3f}, p={pval:.2g}); "
                         f"largest share changes: {desc}",
                         key=f"drift|{name}",
                         count=ev_total,
@@ -614,9 +609,9 @@ class ClassBalance(Rule):
                     conflict_rows[vocab[lid]] = conflict_rows.get(vocab[lid], 0) + 1
         noise: dict[str, float] = {}
         confusions: dict[str, list[dict[str, Any]]] = {}
-        if self.probe and state["sample"]["items"]:
-            run = run_probe(
-                state["sample"]["items"],
+        if self.probe and len(state["sample"]):
+            run = _probe.run_probe(
+                _sample.sampled(state["sample"]),
                 seed=state["seed"],
                 folds=5,
                 min_rows=50,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -11,74 +9,9 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.sampling import BottomK
 from .._origin import check_origin, state_origin
-from . import _common, _probe
-
-
-def sklearn_missing() -> bool:
-    return importlib.util.find_spec("sklearn") is None
-
-
-class ProbeRun:
-    """The probe's verdict on a sample: shared by LBL002 and LBL003's per-class table."""
-
-    def __init__(self, items, classes, proba, cl, dropped, without_text):
-        self.items = items
-        self.classes = classes
-        self.proba = proba
-        self.cl = cl
-        self.dropped = dropped  # classes left out: too few rows
-        self.without_text = without_text  # sampled rows left out: nothing for the probe to read
-
-
-def run_probe(
-    items: list[tuple],
-    *,
-    seed: int,
-    folds: int,
-    min_rows: int,
-    min_class_rows: int,
-    max_classes: int,
-) -> ProbeRun | str:
-    """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run."""
-    if sklearn_missing():
-        return "scikit-learn is not installed (pip install scikit-learn)"
-    # a row without text gives the probe nothing to read: it is never scored nor flagged (an
-    # empty text is TXT001's finding, not a label error)
-    readable = [it for it in items if _probe.has_words(it[3])]
-    without_text = len(items) - len(readable)
-    note = (
-        f"; {without_text} sampled rows have no text for the probe to read and were left out"
-        if without_text
-        else ""
-    )
-    counts = Counter(it[4] for it in readable)
-    keep_classes = {c for c, n in counts.items() if n >= max(min_class_rows, folds)}
-    dropped = sorted(set(counts) - keep_classes)
-    kept = [it for it in readable if it[4] in keep_classes]
-    if len(keep_classes) < 2:
-        return (
-            f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
-            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(readable)} rows)"
-            + note
-        )
-    if len(kept) < min_rows:
-        return (
-            f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
-            + note
-        )
-    if len(keep_classes) > max_classes:
-        return (
-            f"the label has {len(keep_classes)} classes, more than max_classes={max_classes}; "
-            "the probe is meant for categorical labels (raise max_classes to run it anyway)"
-        )
-    texts = [it[3] for it in kept]
-    labels = [it[4] for it in kept]
-    classes, proba = _probe.oof_proba(texts, labels, folds=folds, seed=seed)
-    index = {c: i for i, c in enumerate(classes)}
-    given = np.array([index[v] for v in labels], np.int64)
-    cl = _probe.confident_learning(proba, given)
-    return ProbeRun(kept, classes, proba, cl, dropped, without_text)
+from . import _probe, _sample
 
 
 class LikelyMislabels(Rule):
@@ -156,19 +89,19 @@ class LikelyMislabels(Rule):
         return {
             "origin": state_origin(self, ctx),
             "seed": ctx.seed,
-            "sample": _common.sample_start(self.max_rows),
+            "sample": BottomK(self.max_rows),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        _common.sample_update(state["sample"], batch, state["seed"], max_chars=self.max_chars)
+        _sample.offer(state["sample"], batch, state["seed"], max_chars=self.max_chars)
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**a, "sample": _common.sample_merge(a["sample"], b["sample"])}
+        return {**a, "sample": a["sample"].merge(b["sample"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
-        items = state["sample"]["items"]
+        items = _sample.sampled(state["sample"])
         total = sum(info.num_rows or 0 for info in ctx.splits.values())
         result = RuleResult(thresholds={"max_rows": self.max_rows, "folds": self.folds})
         sample_info = {
@@ -182,7 +115,7 @@ class LikelyMislabels(Rule):
             "out-of-fold probabilities",
         }
         result.metric("rows_sampled", len(items), Direction.NONE)
-        run = run_probe(
+        run = _probe.run_probe(
             items,
             seed=ctx.seed,
             folds=int(self.folds),
@@ -192,15 +125,15 @@ class LikelyMislabels(Rule):
         )
         if isinstance(run, str):
             result.skipped = run
-            without_text = sum(not _probe.has_words(it[3]) for it in items)
+            without_text = sum(not _probe.has_words(it.text) for it in items)
             result.details = {"sample": {**sample_info, "rows_without_text": without_text}}
             return result
         cl, classes, kept = run.cl, run.classes, run.items
         n = len(kept)
-        given = np.array([classes.index(it[4]) for it in kept])
+        given = np.array([classes.index(it.label) for it in kept])
         p_given = run.proba[np.arange(n), given]
         flagged = np.flatnonzero(cl.issue)
-        order = sorted(flagged.tolist(), key=lambda i: (p_given[i], kept[i][1], kept[i][2]))
+        order = sorted(flagged.tolist(), key=lambda i: (p_given[i], kept[i].split, kept[i].row))
         total_noise = float((cl.calibrated.sum() - np.trace(cl.calibrated)) / max(n, 1))
         result.metric("likely_mislabeled_rows", len(order), Direction.LOWER)
         result.metric("likely_mislabeled_rate", len(order) / n, Direction.LOWER)
@@ -208,7 +141,7 @@ class LikelyMislabels(Rule):
         ranked = []
         pairs: dict[tuple[str, str], list[int]] = {}
         for i in order:
-            _, split, row, text, label = kept[i]
+            split, row, text, label, row_id = kept[i]
             sug = classes[int(cl.suggested[i])]
             conf = float(run.proba[i, cl.suggested[i]])
             result.flags.append(
@@ -218,7 +151,7 @@ class LikelyMislabels(Rule):
                     detail=f"given={label} likely={sug}",
                     action="review",
                     score=round(conf, 4),
-                    id=_common.sample_id(state["sample"], split, row),
+                    id=row_id,
                 )
             )
             pairs.setdefault((label, sug), []).append(i)
@@ -237,7 +170,7 @@ class LikelyMislabels(Rule):
         for (label, sug), idx in sorted(pairs.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             examples = []
             for i in idx[: ctx.max_examples]:
-                _, split, row, text, _ = kept[i]
+                split, row, text = kept[i][:3]
                 examples.append(
                     ctx.example(
                         split,
@@ -248,7 +181,7 @@ class LikelyMislabels(Rule):
                         confidence=round(float(run.proba[i, cl.suggested[i]]), 4),
                     )
                 )
-            splits = sorted({kept[i][1] for i in idx})
+            splits = sorted({kept[i].split for i in idx})
             result.findings.append(
                 Finding(
                     message=f"{len(idx)} sampled rows labeled {label!r} look like {sug!r} "

@@ -9,9 +9,9 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.sampling import BottomK
 from .._origin import check_origin, state_origin
-from . import _common, _probe
-from .likely_mislabels import sklearn_missing
+from . import _probe, _sample
 
 
 class Memorization(Rule):
@@ -70,12 +70,12 @@ class Memorization(Rule):
             "origin": state_origin(self, ctx),
             "seed": ctx.seed,
             "train": ctx.train_split(),
-            "sample": _common.sample_start(self.sample_rows),
+            "sample": BottomK(self.sample_rows),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         if batch.split == state["train"]:
-            _common.sample_update(
+            _sample.offer(
                 state["sample"],
                 batch,
                 state["seed"],
@@ -87,15 +87,15 @@ class Memorization(Rule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**a, "sample": _common.sample_merge(a["sample"], b["sample"])}
+        return {**a, "sample": a["sample"].merge(b["sample"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
-        items = state["sample"]["items"]
+        items = _sample.sampled(state["sample"])
         result = RuleResult(
             thresholds={"sample_rows": self.sample_rows, "min_accuracy": self.min_accuracy}
         )
-        labels = [it[4] for it in items]
-        if sklearn_missing():
+        labels = [it.label for it in items]
+        if _probe.sklearn_missing():
             result.skipped = "scikit-learn is not installed (pip install scikit-learn)"
             return result
         if len(items) < int(self.min_rows):
@@ -106,7 +106,7 @@ class Memorization(Rule):
         if len(set(labels)) < 2:
             result.skipped = "the sampled train rows have a single class; nothing to fit"
             return result
-        texts = [it[3] for it in items]
+        texts = [it.text for it in items]
         classes = sorted(set(labels))
         pred = _probe.fit_train_accuracy(texts, labels, seed=state["seed"])
         if pred is None:
@@ -126,13 +126,13 @@ class Memorization(Rule):
         examples = []
         severity = None if accuracy < float(self.min_accuracy) else Severity.INFO
         for i in missed:
-            _, split, row, text, label = items[i]
+            split, row, text, label, row_id = items[i]
             twins = [j for j in by_text[text] if j != i and labels[j] != label]
             if not text.strip():
                 reason = "empty input"
             elif twins:
                 j = twins[0]
-                reason = f"identical input in row {items[j][2]} labeled {labels[j]!r}"
+                reason = f"identical input in row {items[j].row} labeled {labels[j]!r}"
             else:
                 reason = "the label does not follow from the input (or a probe cannot see why)"
             result.flags.append(
@@ -142,7 +142,7 @@ class Memorization(Rule):
                     detail=f"not memorized: {reason}",
                     action="review",
                     severity=severity,
-                    id=_common.sample_id(state["sample"], split, row),
+                    id=row_id,
                 )
             )
             examples.append(

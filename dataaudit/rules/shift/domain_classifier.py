@@ -11,11 +11,16 @@ from ...context import AuditContext
 from ...features import Batch
 from ...reference import close_comparisons, comparison_plan, pair_label
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...sketches.sampling import BottomK, row_keys
 from ...stats import auc_confidence_interval
 from .._origin import check_origin, state_origin
-from ._sample import BottomK
 
 _KEEP_CHARS = 1000
+
+
+def _sample_state(seed: int) -> int:
+    """The splitmix64 stream a split's rows are sampled from (a fixed function of the seed)."""
+    return (seed * 0xD1B54A32D192ED03 + 0x632BE59BD9B4E019) & (2**64 - 1)
 
 
 class DomainShift(Rule):
@@ -93,9 +98,16 @@ class DomainShift(Rule):
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         sample = state["splits"].get(batch.split)
         if sample is None:
-            sample = state["splits"][batch.split] = BottomK(self.sample_size, state["seed"])
+            sample = state["splits"][batch.split] = BottomK(self.sample_size)
         state["kinds"][batch.split] = batch.kind
-        sample.add(batch.row_ids, batch.text, _KEEP_CHARS)
+        text = batch.text
+        idx = np.flatnonzero(text.is_valid().to_numpy(zero_copy_only=False))  # nulls: no text
+        rows = batch.row_ids[idx]
+
+        def items(cand: np.ndarray) -> list[str]:
+            return [t[:_KEEP_CHARS] for t in text.take(idx[cand]).to_pylist()]
+
+        sample.offer(batch.split, rows, row_keys(rows, _sample_state(state["seed"])), items)
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +133,7 @@ class DomainShift(Rule):
             base = state["splits"][base_name] if origin == "train" else ref["splits"][base_name]
             other = state["splits"][split]
             label = pair_label(origin, base_name, split)
-            a, b = base.texts(), other.texts()
+            a, b = base.items_by_row(), other.items_by_row()
             if min(len(a), len(b)) < self.min_rows:
                 notes.append(
                     f"{label}: no verdict ({min(len(a), len(b))} sampled rows < "
