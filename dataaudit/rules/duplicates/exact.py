@@ -9,19 +9,10 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .._columns import append, cat, key_hex, merge_splits, nonempty_hash, snippet, texts
 from .._ids import id_column, take_ids
 from .._origin import check_origin, state_origin
-from ._common import (
-    append,
-    cat,
-    key_hex,
-    merge_splits,
-    nonempty_hash,
-    per_source,
-    snippet,
-    source_values,
-    texts,
-)
+from ._sources import per_source, source_values
 
 
 class ExactDuplicates(Rule):

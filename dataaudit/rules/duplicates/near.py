@@ -11,57 +11,11 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, near_duplicate_pairs, s_curve
 from ...sketches.minhash import ShingleSets, pair_jaccard
-from .._ids import id_column, take_ids
+from .._columns import append, cat, key_hex, merge_splits, texts
+from .._ids import take_ids
+from .._minhash import check_minhash_options, minhash_columns, shingle_params
 from .._origin import check_origin, state_origin
-from ._common import (
-    append,
-    cat,
-    key_hex,
-    merge_splits,
-    nonempty_hash,
-    per_source,
-    snippet,
-    source_values,
-    texts,
-)
-
-UNITS = ("word", "char", "auto")
-VERIFY = ("exact", "estimate")
-
-
-def minhash_params(rule: Any) -> dict[str, Any]:
-    return {"num_perm": int(rule.num_perm), "ngram": int(rule.ngram), "unit": rule.unit, "seed": 1}
-
-
-def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
-    """What DUP002 and LEAK001 both keep per row: signatures, exact-duplicate key, snippet and,
-    for exact verification, the shingle sets (all shared features, computed once per batch)."""
-    params = minhash_params(rule)
-    cols: dict[str, Any] = {
-        "rows": batch.row_ids,
-        "sig": batch.feature("minhash", **params),
-        "hash": nonempty_hash(batch),
-        "snip": snippet(batch, chars),
-    }
-    if rule.verify == "exact":
-        shingle_params = {k: v for k, v in params.items() if k != "num_perm"}
-        cols["sets"] = batch.feature("shingle_sets", **shingle_params)
-    ids = id_column(batch)
-    if ids is not None:
-        cols["ids"] = ids
-    return cols
-
-
-def check_minhash_options(rule: Any) -> None:
-    """The option checks DUP002 and LEAK001 share (both build on the same MinHash features)."""
-    if not 0.0 < float(rule.threshold) <= 1.0:
-        raise ValueError(f"threshold={rule.threshold}: must be in (0, 1]")
-    if int(rule.num_perm) < 1 or int(rule.ngram) < 1:
-        raise ValueError("num_perm and ngram must be >= 1")
-    if rule.unit not in UNITS:
-        raise ValueError(f"unit={rule.unit!r}: use one of {', '.join(UNITS)}")
-    if rule.verify not in VERIFY:
-        raise ValueError(f"verify={rule.verify!r}: use one of {', '.join(VERIFY)}")
+from ._sources import per_source, source_values
 
 
 def lsh_params(rule: Any) -> tuple[int, int]:
@@ -152,8 +106,7 @@ class NearDuplicates(Rule):
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         cols = minhash_columns(self, batch, state["chars"])
-        shingle_params = {k: v for k, v in minhash_params(self).items() if k != "num_perm"}
-        cols["unit"] = batch.feature("shingle_unit", **shingle_params)
+        cols["unit"] = batch.feature("shingle_unit", **shingle_params(self))
         if batch.role("source") is not None:
             cols["source"] = source_values(batch)
         append(state, batch.split, **cols)

@@ -22,9 +22,9 @@ import xxhash
 
 from ...features import Batch
 from ...sketches.minhash import EMPTY_HASH
+from .._columns import SNIPPET_EXTRA, cat, merge_splits
 from .._ids import id_column, take_ids
-
-MINHASH = {"num_perm": 128, "ngram": 5, "unit": "auto", "seed": 1}  # as DUP002
+from .._minhash import DEFAULTS as MINHASH
 
 
 def start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         sp["ids"].append(row_ids.take(pa.array(idx)))
     if state["snip"]:
         text = batch.input_text.take(pa.array(idx))
-        sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + 64))
+        sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + SNIPPET_EXTRA))
     if state["near"]:
         sigs = batch.feature("minhash", **MINHASH)
         sp["sig"].append(np.asarray(sigs)[idx])
@@ -73,17 +73,7 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
 
 
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = {k: a[k] for k in ("mode", "snip", "near")}
-    out["vocab"] = {**b["vocab"], **a["vocab"]}
-    out["splits"] = {}
-    for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-        sa = a["splits"].get(name)
-        sb = b["splits"].get(name)
-        if sa is None or sb is None:
-            out["splits"][name] = {k: list(v) for k, v in (sa or sb).items()}
-        else:
-            out["splits"][name] = {k: sa[k] + sb[k] for k in sa}
-    return out
+    return {**merge_splits(a, b), "vocab": {**b["vocab"], **a["vocab"]}}
 
 
 @dataclass
@@ -107,18 +97,14 @@ class SplitConflicts:
     groups: list[Group]
 
 
-def _cat(chunks: list[np.ndarray], dtype: Any) -> np.ndarray:
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype)
-
-
 def find(state: dict[str, Any], threshold: float = 0.8) -> dict[str, SplitConflicts]:
     """Conflict groups per split, largest first then by key (deterministic)."""
     out: dict[str, SplitConflicts] = {}
     for split in sorted(state["splits"]):
         sp = state["splits"][split]
-        h = _cat(sp["h"], np.uint64)
-        y = _cat(sp["y"], np.uint64)
-        rows = _cat(sp["row"], np.int64)
+        h = cat(sp["h"], np.uint64)
+        y = cat(sp["y"], np.uint64)
+        rows = cat(sp["row"], np.int64)
         order = np.argsort(rows, kind="stable")
         h, y, rows = h[order], y[order], rows[order]
         ids, counts = np.unique(y, return_counts=True)
@@ -132,27 +118,20 @@ def find(state: dict[str, Any], threshold: float = 0.8) -> dict[str, SplitConfli
 def _components(h: np.ndarray, sp: dict[str, Any], order: np.ndarray, threshold) -> np.ndarray:
     """Component id per row: exact-hash groups, joined with near-duplicate clusters if asked."""
     n = h.size
-    _, exact = np.unique(h, return_inverse=True)
-    exact = exact.astype(np.int64)
+    _, first, exact = np.unique(h, return_index=True, return_inverse=True)
     if threshold is None or n < 2 or not sp["sig"]:
-        return exact
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+        return exact.astype(np.int64)
+    from ...sketches.lsh import components, near_duplicate_clusters
 
-    from ...sketches.lsh import near_duplicate_clusters
-
-    sigs = np.concatenate(sp["sig"])[order]
+    sigs = cat(sp["sig"], np.uint32, MINHASH["num_perm"])[order]
     near = np.asarray(near_duplicate_clusters(sigs, threshold), np.int64)
-    # graph: row -> its exact group node (n..), row -> its near cluster node
-    n_exact = int(exact.max()) + 1
-    src = [np.arange(n), np.flatnonzero(near >= 0)]
-    dst = [n + exact, n + n_exact + near[near >= 0]]
-    src_all = np.concatenate(src)
-    dst_all = np.concatenate(dst)
-    size = n + n_exact + (int(near.max()) + 1 if (near >= 0).any() else 0)
-    graph = coo_matrix((np.ones(src_all.size), (src_all, dst_all)), shape=(size, size))
-    _, labels = connected_components(graph, directed=False)
-    return labels[:n].astype(np.int64)
+    # edges: each row to the first row of its exact group and to its near cluster's id (a row)
+    rows = np.arange(n, dtype=np.int64)
+    in_near = near >= 0
+    a = np.concatenate([rows, rows[in_near]])
+    b = np.concatenate([first[exact].astype(np.int64), near[in_near]])
+    comp = components(n, a, b)
+    return np.where(comp >= 0, comp, rows)
 
 
 def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:

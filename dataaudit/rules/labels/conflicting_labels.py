@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from typing import Any
 
@@ -11,13 +10,6 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from .._origin import check_origin, state_origin
 from . import _conflicts
-
-
-def _lsh_available() -> bool:
-    try:
-        return importlib.util.find_spec("dataaudit.sketches.lsh") is not None
-    except (ImportError, ValueError):  # pragma: no cover
-        return False
 
 
 class ConflictingLabels(Rule):
@@ -50,8 +42,8 @@ class ConflictingLabels(Rule):
         ``{"text": "great phone,  battery dies fast", "label": "negative"}`` form one group.
 
     Options:
-        near_duplicates: also group rows of one near-duplicate cluster (default true; needs the
-            MinHash/LSH sketches, otherwise exact groups only).
+        near_duplicates: also group rows of one near-duplicate cluster (default true; label
+            columns only: for prompt/response data the groups are exact).
         threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8).
         max_findings: at most this many groups become findings (largest first; every
             conflicting row is flagged regardless; default 100).
@@ -93,7 +85,7 @@ class ConflictingLabels(Rule):
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         mode = self._mode(ctx)
-        near = bool(self.near_duplicates) and mode == "label" and _lsh_available()
+        near = bool(self.near_duplicates) and mode == "label"
         state = _conflicts.start(mode, snippets=ctx.example_chars, near=near)
         return {**state, "origin": state_origin(self, ctx)}
 

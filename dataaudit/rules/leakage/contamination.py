@@ -16,9 +16,9 @@ from ...features.normalize import normalize_array
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles, shingle
 from ...sketches.ngram_index import NgramIndex
+from .._columns import append, merge_splits
 from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
-from ..duplicates._common import append, merge_splits
 
 NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
 ZSTD_LEVEL = 3  # eval text: about a third of its size for prose, ~150 MB/s

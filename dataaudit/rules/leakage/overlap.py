@@ -11,10 +11,10 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
+from .._columns import append, cat, key_hex, merge_splits, texts
 from .._ids import take_ids
+from .._minhash import check_minhash_options, minhash_columns
 from .._origin import check_origin, state_origin
-from ..duplicates._common import append, cat, key_hex, merge_splits, texts
-from ..duplicates.near import check_minhash_options, minhash_columns
 
 MAX_MATCHES = 5
 

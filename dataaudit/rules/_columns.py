@@ -1,7 +1,8 @@
-"""State helpers shared by the duplicate and leakage rules.
+"""Per-split column lists: the state of rules that group rows in ``finish`` (duplicates, leakage,
+label conflicts).
 
 Per split, a rule keeps lists of per-batch arrays (row ids, hashes, signatures, snippets, ...)
-that merge by concatenation (b's rows after a's) and are grouped once in ``finish``. The arrays
+that merge by concatenation (b's rows after a's) and are joined once in ``finish``. The arrays
 are the shared feature arrays themselves, so several rules holding them cost memory once.
 """
 
@@ -11,17 +12,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ...features import Batch
-from ...memory import concatenate
-from ...sketches.minhash import EMPTY_HASH, NULL_HASH
+from ..features import Batch
+from ..memory import concatenate
+from ..sketches.minhash import EMPTY_HASH, NULL_HASH
 
 SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
-
-
-def new_split() -> dict[str, list[Any]]:
-    return {}
 
 
 def append(state: dict[str, Any], split: str, **columns: Any) -> None:
@@ -49,21 +45,16 @@ def cat(
     return concatenate(parts, np.empty((n, width) if width else n, dtype), consume=consume)
 
 
-def cat_text(parts: list[pa.Array]) -> pa.ChunkedArray:
-    return (
-        pa.chunked_array(parts, pa.large_string())
-        if parts
-        else pa.chunked_array([], pa.large_string())
-    )
-
-
 def texts(parts: list[pa.Array], idx: np.ndarray) -> list[str | None]:
+    """The strings at positions ``idx`` of the concatenated ``parts``."""
     if not len(idx):
         return []
-    return cat_text(parts).take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+    joined = pa.chunked_array(parts, pa.large_string())
+    return joined.take(pa.array(np.asarray(idx, np.int64))).to_pylist()
 
 
 def snippet(batch: Batch, chars: int) -> pa.Array:
+    """The rows' text, cut a little beyond the report's example length."""
     return batch.feature("text_snippet", chars=chars + SNIPPET_EXTRA)
 
 
@@ -73,34 +64,6 @@ def nonempty_hash(batch: Batch) -> np.ndarray:
     return np.where(h == EMPTY_HASH, NULL_HASH, h)
 
 
-def source_values(batch: Batch) -> pa.Array | None:
-    col = batch.role("source")
-    if col is None:
-        return None
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    return pc.fill_null(col.cast(pa.large_string()), "(none)")
-
-
 def key_hex(h: int) -> str:
+    """A row hash as a finding key."""
     return f"{int(h):016x}"
-
-
-def per_source(
-    sources: list[pa.Array], removable: np.ndarray, n: int
-) -> dict[str, dict[str, float | int]]:
-    """{source: {rows, duplicate_rows, duplicate_rate}} with ``removable`` a bool mask."""
-    if not sources or n == 0:
-        return {}
-    src = np.asarray(cat_text(sources).to_numpy(zero_copy_only=False), dtype=object)
-    names, inv = np.unique(src.astype(str), return_inverse=True)
-    rows = np.bincount(inv, minlength=len(names))
-    dups = np.bincount(inv, weights=removable, minlength=len(names)).astype(np.int64)
-    return {
-        str(name): {
-            "rows": int(r),
-            "duplicate_rows": int(d),
-            "duplicate_rate": float(d / r) if r else 0.0,
-        }
-        for name, r, d in zip(names, rows, dups)
-    }

@@ -1,0 +1,41 @@
+"""The duplicate rate per source (DUP001, DUP002): the source column kept per batch, counted in
+``finish``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...features import Batch
+
+
+def source_values(batch: Batch) -> pa.Array | None:
+    """The batch's source column as strings, ``(none)`` for nulls (None without a source role)."""
+    col = batch.role("source")
+    if col is None:
+        return None
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return pc.fill_null(col.cast(pa.large_string()), "(none)")
+
+
+def per_source(
+    sources: list[pa.Array], removable: np.ndarray, n: int
+) -> dict[str, dict[str, float | int]]:
+    """{source: {rows, duplicate_rows, duplicate_rate}} with ``removable`` a bool mask."""
+    if not sources or n == 0:
+        return {}
+    joined = pa.chunked_array(sources, pa.large_string())
+    src = np.asarray(joined.to_numpy(zero_copy_only=False), dtype=object)
+    names, inv = np.unique(src.astype(str), return_inverse=True)
+    rows = np.bincount(inv, minlength=len(names))
+    dups = np.bincount(inv, weights=removable, minlength=len(names)).astype(np.int64)
+    return {
+        str(name): {
+            "rows": int(r),
+            "duplicate_rows": int(d),
+            "duplicate_rate": float(d / r) if r else 0.0,
+        }
+        for name, r, d in zip(names, rows, dups)
+    }
