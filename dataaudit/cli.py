@@ -84,7 +84,7 @@ def _check_outputs(args: argparse.Namespace, reads: list[str]) -> None:
     """Before the scan: every output path is writable, distinct, and not a file the audit reads."""
     from ._io import check_output_path, is_stdout, writes_stdout
     from .errors import ConfigError
-    from .report.model import flags_format
+    from .report.flags import flags_format
 
     outputs = [(opt, getattr(args, attr)) for attr, opt in OUTPUTS if getattr(args, attr)]
     to_stdout = [opt for opt, path in outputs if writes_stdout(path)]

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..rule import ACTIONS, Direction, Severity, Status
-from .model import DICT_COLUMNS, FLAG_COLUMNS, SCHEMA_VERSION
+from .flags import DICT_COLUMNS, FLAG_COLUMNS
+from .model import SCHEMA_VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 
