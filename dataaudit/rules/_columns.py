@@ -16,6 +16,7 @@ import pyarrow as pa
 from ..features import Batch
 from ..memory import concatenate
 from ..sketches.minhash import EMPTY_HASH, NULL_HASH
+from ._ids import id_column
 
 SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation still shows
 
@@ -51,6 +52,16 @@ def texts(parts: list[pa.Array], idx: np.ndarray) -> list[str | None]:
         return []
     joined = pa.chunked_array(parts, pa.large_string())
     return joined.take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+
+
+def row_columns(batch: Batch, chars: int) -> dict[str, Any]:
+    """What the duplicate and leak rules keep of every row: its position, exact-duplicate key,
+    snippet and, when the dataset has one, its id."""
+    cols = {"rows": batch.row_ids, "hash": nonempty_hash(batch), "snip": snippet(batch, chars)}
+    ids = id_column(batch)
+    if ids is not None:
+        cols["ids"] = ids
+    return cols
 
 
 def snippet(batch: Batch, chars: int) -> pa.Array:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..features import Batch
-from ._columns import nonempty_hash, snippet
-from ._ids import id_column
+from ._columns import row_columns
 
 UNITS = ("word", "char", "auto")
 VERIFY = ("exact", "estimate")
@@ -44,17 +43,10 @@ def check_minhash_options(rule: Any) -> None:
 
 
 def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
-    """What DUP002 and LEAK001 both keep per row: signatures, exact-duplicate key, snippet and,
-    for exact verification, the shingle sets (all shared features, computed once per batch)."""
-    cols: dict[str, Any] = {
-        "rows": batch.row_ids,
-        "sig": batch.feature("minhash", **minhash_params(rule)),
-        "hash": nonempty_hash(batch),
-        "snip": snippet(batch, chars),
-    }
+    """What DUP002 and LEAK001 both keep per row: the row columns, signatures and, for exact
+    verification, the shingle sets (all shared features, computed once per batch)."""
+    cols = row_columns(batch, chars)
+    cols["sig"] = batch.feature("minhash", **minhash_params(rule))
     if rule.verify == "exact":
         cols["sets"] = batch.feature("shingle_sets", **shingle_params(rule))
-    ids = id_column(batch)
-    if ids is not None:
-        cols["ids"] = ids
     return cols

@@ -9,8 +9,8 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from .._columns import append, cat, key_hex, merge_splits, nonempty_hash, snippet, texts
-from .._ids import id_column, take_ids
+from .._columns import append, cat, key_hex, merge_splits, row_columns, texts
+from .._ids import take_ids
 from .._origin import check_origin, state_origin
 from ._sources import per_source, source_values
 
@@ -57,17 +57,10 @@ class ExactDuplicates(Rule):
         return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        cols = {
-            "rows": batch.row_ids,
-            "hash": nonempty_hash(batch),
-            "snip": snippet(batch, state["chars"]),
-        }
-        src = batch.role("source")
-        if src is not None:
-            cols["source"] = source_values(batch)
-        ids = id_column(batch)
-        if ids is not None:
-            cols["ids"] = ids
+        cols = row_columns(batch, state["chars"])
+        sources = source_values(batch)
+        if sources is not None:
+            cols["source"] = sources
         append(state, batch.split, **cols)
         return state
 

@@ -107,8 +107,9 @@ class NearDuplicates(Rule):
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         cols = minhash_columns(self, batch, state["chars"])
         cols["unit"] = batch.feature("shingle_unit", **shingle_params(self))
-        if batch.role("source") is not None:
-            cols["source"] = source_values(batch)
+        sources = source_values(batch)
+        if sources is not None:
+            cols["source"] = sources
         append(state, batch.split, **cols)
         return state
 
