@@ -23,7 +23,8 @@ from .._io import atomic_write_text
 from ..errors import InputError
 from ..rule import Severity, Status
 from .escape import plain
-from .model import Report, check_report
+from .load import check_report
+from .model import Report
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
 

@@ -12,6 +12,8 @@ from ..errors import GateFailed, InputError
 from ..rule import RuleOutcome, Severity, Status
 from .escape import shorten
 from .flags import FLAG_COLUMNS, collect_flags, decode_flags, encode_flags, flags_format
+from .load import check_report, read_json
+from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,9 +23,6 @@ if TYPE_CHECKING:
     from ..config import AuditConfig
     from ..context import AuditContext
     from ..identity import SplitIdentity
-
-# 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer)
-SCHEMA_VERSION = "1.3"
 
 
 def _result_dict(run: RuleOutcome, fail_on: Severity, max_examples: int) -> dict[str, Any]:
@@ -73,45 +72,6 @@ def _result_dict(run: RuleOutcome, fail_on: Severity, max_examples: int) -> dict
     )
     out["findings"] = findings
     return out
-
-
-def read_json(path: str | Path, what: str) -> Any:
-    """Parse a JSON file; every way it can be unreadable is an InputError naming the file."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read {what} ({exc.strerror or exc}).") from None
-    if not raw.strip():
-        raise InputError(f"{path}: the file is empty; expected {what} (JSON).")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path}: not UTF-8 text (byte {exc.start}); expected {what} (JSON), as written by "
-            "`dataaudit audit --json`."
-        ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        cut = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
-        raise InputError(
-            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}{cut}; "
-            f"expected {what}."
-        ) from None
-    except RecursionError:
-        raise InputError(f"{path}: the JSON is nested too deeply to be {what}.") from None
-
-
-def check_report(data: Any, where: str) -> None:
-    """InputError naming ``where`` and what is wrong when ``data`` is not a readable report."""
-    from .schema import report_problems
-
-    problems = report_problems(data)
-    if problems:
-        raise InputError(
-            f"{where}: not a readable dataaudit report: {'; '.join(problems)}. Pass a report "
-            "written by `dataaudit audit --json` (complete, unedited)."
-        )
 
 
 def _json_safe(value: Any) -> Any:

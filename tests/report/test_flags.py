@@ -14,7 +14,8 @@ import pytest
 from dataaudit import audit, registry
 from dataaudit.errors import InputError
 from dataaudit.report import Report
-from dataaudit.report.schema import report_problems, report_schema
+from dataaudit.report.load import report_problems
+from dataaudit.report.schema import report_schema
 from dataaudit.rule import Flag, Rule, RuleResult
 
 ROOT = Path(__file__).resolve().parents[2]
