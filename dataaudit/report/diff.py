@@ -327,8 +327,8 @@ class ReportDiff:
             if r.change == "added" and r.new in (Status.FAIL, Status.ERROR)
         ]
         out += [
-            f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: {format_value(m.old)} → {format_value(m.new)}"
-            f" ({m.direction} is better)"
+            f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: "
+            f"{format_value(m.old)} → {format_value(m.new)} ({m.direction} is better)"
             for m in self.metrics
             if m.verdict == "regressed"
         ]

@@ -70,15 +70,15 @@ def collect_flags(outcomes: list[RuleOutcome]) -> pl.DataFrame:
     import polars as pl
 
     columns: dict[str, list[Any]] = {name: [] for name in FLAG_COLUMNS}
-    for run in outcomes:
-        if run.result is None or run.error is not None or not run.result.flags:
+    for outcome in outcomes:
+        if outcome.result is None or outcome.error is not None or not outcome.result.flags:
             continue
-        flags = run.result.flags
-        default = run.severity.value
+        flags = outcome.result.flags
+        default = outcome.severity.value
         columns["split"] += [f.split for f in flags]
         columns["row"] += [int(f.row) for f in flags]
         columns["id"] += [f.id for f in flags]
-        columns["code"] += [run.rule.code] * len(flags)
+        columns["code"] += [outcome.rule.code] * len(flags)
         columns["severity"] += [default if f.severity is None else f.severity.value for f in flags]
         columns["action"] += [f.action or "review" for f in flags]
         columns["cluster"] += [f.group for f in flags]

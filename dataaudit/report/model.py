@@ -25,25 +25,24 @@ if TYPE_CHECKING:
     from ..identity import SplitIdentity
 
 
-def _result_dict(run: RuleOutcome, fail_on: Severity, max_examples: int) -> dict[str, Any]:
-    status = run.status(fail_on)
-    rule = run.rule
+def _result_dict(outcome: RuleOutcome, fail_on: Severity, max_examples: int) -> dict[str, Any]:
+    status = outcome.status(fail_on)
+    rule, res = outcome.rule, outcome.result
     out: dict[str, Any] = {
         "code": rule.code,
         "name": rule.name,
         "status": status.value,
-        "severity": run.severity.value,
-        "message": run.error or run.skipped or (run.result.skipped if run.result else None),
+        "severity": outcome.severity.value,
+        "message": outcome.error or outcome.skipped or (res.skipped if res else None),
         "options": {k: _json_safe(v) for k, v in rule.get_params().items()},
         "metrics": [],
         "thresholds": {},
         "findings": [],
         "details": {},
         "flagged_rows": 0,
-        "seconds": round(run.seconds, 6),
+        "seconds": round(outcome.seconds, 6),
     }
-    res = run.result
-    if res is None or run.error is not None:
+    if res is None or outcome.error is not None:
         return out
     out["metrics"] = [m.to_dict() for m in res.metrics]
     out["thresholds"] = res.thresholds
@@ -54,7 +53,7 @@ def _result_dict(run: RuleOutcome, fail_on: Severity, max_examples: int) -> dict
         findings.append(
             {
                 "fingerprint": f.fingerprint(rule.code),
-                "severity": (f.severity or run.severity).value,
+                "severity": (f.severity or outcome.severity).value,
                 "message": f.message,
                 "split": f.split,
                 "count": int(f.count),
