@@ -325,7 +325,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .rule import ROLE_NAMES
+    from .rule import ROLE_NAMES, Severity
 
     parser = argparse.ArgumentParser(
         prog="dataaudit",
@@ -349,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extend-select", action="append", metavar="RULES")
     p.add_argument("--ignore", action="append", metavar="RULES")
     p.add_argument(
-        "--fail-on", choices=["warn", "error"], help="finding severity that fails the gate"
+        "--fail-on",
+        choices=Severity.fail_on_choices(),
+        help="finding severity that fails the gate",
     )
     p.add_argument(
         "--option", action="append", metavar="CODE.OPTION=VALUE", help="set a rule option"
@@ -437,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--severity",
-        choices=["info", "warn", "error"],
+        choices=[s.value for s in Severity],
         default="info",
         help="the least severity of a flag that counts (default info: all)",
     )

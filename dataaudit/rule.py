@@ -56,6 +56,11 @@ class Severity(str, enum.Enum):
         return _SEVERITY_RANK[self]
 
     @classmethod
+    def fail_on_choices(cls) -> list[str]:
+        """What ``fail_on`` accepts: warn or error (info would fail the gate on every note)."""
+        return [s.value for s in cls if s.rank >= _SEVERITY_RANK[cls.WARN]]
+
+    @classmethod
     def parse(cls, value: str | Severity, *, option: str = "severity") -> Severity:
         from .errors import ConfigError
 

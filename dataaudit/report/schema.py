@@ -18,7 +18,7 @@ SCHEMA_VERSION = "1.3"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
-_FAIL_ON = {"enum": [s.value for s in Severity if s.rank >= Severity.WARN.rank]}  # info: no gate
+_FAIL_ON = {"enum": Severity.fail_on_choices()}
 
 
 def _obj(
