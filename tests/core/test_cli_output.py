@@ -19,6 +19,7 @@ import pytest
 
 import dataaudit.api
 from dataaudit.cli import main
+from dataaudit.report.flags import FLAG_COLUMNS
 
 ROWS = '{"text": "a good row"}\n{"text": ""}\n{"text": "another good row"}\n'
 
@@ -163,7 +164,7 @@ def test_dash_writes_the_report_to_stdout_and_the_summary_to_stderr(data, capsys
 def test_dash_for_flags_is_csv_and_only_one_output_on_stdout(data, capsys):
     assert main(["audit", str(data), "--flags", "-", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "split,row,id,code,severity,action,cluster,score,detail" and any(",TXT001," in x for x in lines)
+    assert lines[0] == ",".join(FLAG_COLUMNS) and any(",TXT001," in x for x in lines)
     assert main(["audit", str(data), "--json", "-", "--html", "-"]) == 2
     assert "only one output can go to stdout" in _err(capsys)
 
@@ -229,7 +230,7 @@ def test_flags_are_written_in_the_format_of_their_extension(data, tmp_path, name
     path = tmp_path / name
     assert main(["audit", str(data), "--flags", str(path), "-q"]) == 0
     frame = read(path)
-    assert frame.columns == ["split", "row", "id", "code", "severity", "action", "cluster", "score", "detail"]
+    assert frame.columns == list(FLAG_COLUMNS)
     assert ("train", 1, "TXT001") in set(frame.select("split", "row", "code").iter_rows())
 
 
