@@ -276,7 +276,7 @@ class NearDuplicates(Rule):
                     f"{split}: {k} near-duplicate rows (Jaccard >= {self.threshold}); "
                     f"kept row {int(rows[rep])}, {k - 1} removable"
                 ),
-                key=f"{split}:{key_hex(h[rep])}",
+                key=f"{split}:{key_hex(h[members].min())}",  # member content, not row order
                 count=k - 1,
                 split=split,
                 examples=[
