@@ -98,10 +98,14 @@ def test_renderers_list_rules_and_counts_worst_first(report):
     text = render_summary(data)
     assert re.findall(r"^\S+ +([A-E]{3}001)", text, re.M) == worst_first_codes
     page = render_html(data)
-    toc = page[page.index("<h2>Rules</h2>") : page.index("<h2>Results</h2>")]
-    assert re.findall(r">([A-E]{3}001)<", toc) == worst_first_codes
-    cards = re.findall(r'class="badge s-(\w+)">\w+</span><b>', page)
-    assert cards == ["error", "fail", "warn", "pass", "skipped"]
+    assert (
+        re.findall(r'<section class="rule [^"]*" id="r-([A-E]{3}001)"', page) == worst_first_codes
+    )
+    attention = page[page.index('id="attention"') : page.index('id="rules"')]
+    assert re.findall(r"<b>([A-E]{3}001)</b>", attention) == worst_first_codes[:3]
+    verdict = page[page.index('id="verdict"') : page.index("</header>")]
+    counts = re.findall(r"(\d+) (error|fail|warn|pass|skipped)\b", verdict)
+    assert [name for _, name in counts] == ["error", "fail", "warn", "pass", "skipped"]
     # the notebook summary: the same order of counts (it listed fail before error)
     compact = render_compact(data)
     counts = re.findall(r"(\d+) (error|fail|warn|pass|skipped)\b", compact)

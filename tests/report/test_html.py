@@ -1,21 +1,31 @@
-"""The HTML report: self-contained, complete, and safe against hostile dataset text."""
+"""The HTML report: what a reader sees first, the chart each rule gets, hostile dataset text kept
+inert, and a page bounded in size whatever the dataset (the browser checks are in
+test_html_browser.py)."""
 
 from __future__ import annotations
 
 import copy
+import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
 import dataaudit
-from dataaudit.report.html import render_html
+from dataaudit.report.diff import diff
+from dataaudit.report.html import MAX_BYTES, render_compact, render_diff_html, render_html
+from dataaudit.report.html._base import FILTER_JS, fmt_metric
+from dataaudit.report.html._examples import word_diff
 
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
+#: every element the pages may contain; anything else came from data that was not escaped
 ALLOWED_TAGS = {
-    "html", "head", "meta", "title", "style", "body", "header", "section", "h1", "h2", "h3",
-    "h4", "p", "span", "div", "b", "a", "table", "thead", "tbody", "tr", "th", "td", "pre",
-    "code", "ul", "li", "svg", "text", "rect",
+    "html", "head", "meta", "title", "style", "link", "body", "header", "section", "h1", "h2",
+    "h3", "h4", "p", "span", "div", "b", "a", "br", "wbr", "table", "thead", "tbody", "tr", "th",
+    "td", "ul", "li", "details", "summary", "label", "input", "select", "option", "del", "ins",
+    "script", "svg", "text", "rect", "line", "polyline", "circle",
 }  # fmt: skip
 
 
@@ -24,24 +34,39 @@ class _Collect(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
         self.text: list[str] = []
-        self.style: list[str] = []
-        self._in_style = False
+        self.raw: dict[str, list[str]] = {"style": [], "script": []}
+        self._raw: str | None = None
 
     def handle_starttag(self, tag, attrs):
         self.tags.append((tag, attrs))
-        self._in_style = tag == "style"
+        self._raw = tag if tag in self.raw else None
 
     def handle_endtag(self, tag):
-        self._in_style = False
+        self._raw = None
 
     def handle_data(self, data):
-        (self.style if self._in_style else self.text).append(data)
+        (self.raw[self._raw] if self._raw else self.text).append(data)
 
 
 def _parse(page: str) -> _Collect:
     p = _Collect()
     p.feed(page)
     p.close()
+    return p
+
+
+def _assert_safe(page: str) -> _Collect:
+    p = _parse(page)
+    for tag, attrs in p.tags:
+        assert tag in ALLOWED_TAGS, f"unexpected tag <{tag}> in the page"
+        for name, value in attrs:
+            assert not name.startswith("on"), f"event handler attribute {name} on <{tag}>"
+            assert "alert" not in (value or ""), f"payload inside attribute {name} of <{tag}>"
+            if name in ("href", "src"):
+                assert (value or "").startswith("#") or (tag, value) == ("link", "data:,")
+    # one script, the page's own (the CSP allows its hash only)
+    assert p.raw["script"] in ([FILTER_JS], [])
+    assert not any("alert" in s for s in p.raw["style"])
     return p
 
 
@@ -62,29 +87,35 @@ def hostile_report():
     )
 
 
-def _assert_safe(page: str) -> _Collect:
-    p = _parse(page)
-    for tag, attrs in p.tags:
-        assert tag in ALLOWED_TAGS, f"unexpected tag <{tag}> in the page"
-        for name, value in attrs:
-            assert not name.startswith("on"), f"event handler attribute {name} on <{tag}>"
-            assert "alert" not in (value or ""), f"payload inside attribute {name} of <{tag}>"
-    assert "<script" not in page.lower()
-    assert "<img" not in page.lower()
-    assert not any("alert" in s for s in p.style)
-    return p
+@pytest.fixture(scope="module")
+def fixture_report():
+    return dataaudit.audit(str(ROOT / "fixtures" / "classification"))
 
 
+@pytest.fixture(scope="module")
+def fixture_page(fixture_report):
+    return render_html(fixture_report.data)
+
+
+def _section(page: str, code: str) -> str:
+    start = page.index(f'id="r-{code}"')
+    end = page.find('<section class="rule', start)
+    return page[start : end if end > 0 else len(page)]
+
+
+# -- hostile text -------------------------------------------------------------------------------
 def test_hostile_text_split_and_column_names_are_escaped(hostile_report):
     page = hostile_report.to_html()
     p = _assert_safe(page)
     text = "".join(p.text)
-    # the payloads are shown to the reader as text, not lost
-    assert SCRIPT in text
-    assert IMG in text
-    # the bidi override and escape character are made visible, not executed by the terminal/page
+    assert SCRIPT in text and IMG in text  # shown to the reader as text, not lost
+    # the bidi override and escape character are made visible
     assert "\u202e" not in page and "\x1b" not in page
     assert "\\u202e" in text and "\\x1b" in text
+    # split names never reach an attribute: the split filter uses their index
+    assert re.findall(r'data-split="([^"]*)"', page) and all(
+        v.isdigit() for v in re.findall(r'data-split="([^"]*)"', page)
+    )
 
 
 def test_hostile_details_and_messages_are_escaped(hostile_report):
@@ -114,57 +145,267 @@ def test_hostile_details_and_messages_are_escaped(hostile_report):
     assert "".join(p.text).count(SCRIPT) >= 5
 
 
-def test_page_is_self_contained_and_has_the_sections(hostile_report, tmp_path):
+def test_charts_escape_labels_from_the_data(fixture_report):
+    data = copy.deepcopy(fixture_report.data)
+    r = {x["code"]: x for x in data["results"]}
+    r["LBL002"]["details"]["matrix"]["labels"][0] = SCRIPT
+    r["LBL003"]["details"]["classes"][0]["class"] = IMG
+    for c in r["TOK001"]["details"]["comparisons"].values():
+        c["over"][0]["token"] = SCRIPT
+    for c in r["SHIFT001"]["details"]["comparisons"].values():
+        c["eval_ngrams"][0] = IMG
+    page = render_html(data)
+    p = _assert_safe(page)
+    assert "".join(p.text).count(SCRIPT) >= 3
+
+
+def test_word_diff_marks_only_the_changed_words_and_escapes_them():
+    left, right = word_diff("the cat <b>sat</b> here", "the dog <b>sat</b> here")
+    assert left == "the <del>cat</del> &lt;b&gt;sat&lt;/b&gt; here"
+    assert right == "the <ins>dog</ins> &lt;b&gt;sat&lt;/b&gt; here"
+    # texts the report cut short are compared as far as both go: no false difference at the cut
+    a, b = word_diff(
+        "same words here labora… [+64 chars]", "same words here laboratory, … [+9 chars]"
+    )
+    assert "<del>" not in a and "<ins>" not in b and a.endswith("… [+64 chars]")
+
+
+# -- what comes first ---------------------------------------------------------------------------
+def test_verdict_and_failing_rules_come_before_the_details(fixture_page, fixture_report):
+    page = fixture_page
+    verdict = page.index('id="verdict"')
+    attention = page.index('id="attention"')
+    first_section = page.index('<section class="rule')
+    assert verdict < attention < first_section
+    table = page[attention:first_section]
+    failing = [r["code"] for r in fixture_report.results if r["status"] in ("fail", "warn")]
+    assert set(re.findall(r'href="#r-([A-Z0-9]+)"><b>', table)) == set(failing)
+    # rules in order: fail before warn before pass before skipped
+    order = re.findall(r'<section class="rule st-(\w+)"', page)
+    rank = ["error", "fail", "warn", "pass", "skipped"]
+    assert order == sorted(order, key=rank.index)
+    # the dataset and run section is last and collapsed
+    assert page.index('id="dataset"') > page.rindex('<section class="rule')
+
+
+def test_each_rule_shows_findings_then_chart_then_collapsed_details(fixture_page):
+    for code in ("LBL003", "DUP002", "MIX001", "LEN003"):
+        section = _section(fixture_page, code)
+        finding = section.index('class="finding"')
+        chart = section.index('class="chart"')
+        details = section.index("<details>")
+        assert finding < chart < details, code
+        assert "<h4>Options</h4>" in section[details:] and "<h4>Metrics</h4>" in section[details:]
+
+
+def test_no_internal_state_and_no_raw_json(fixture_page, fixture_report):
+    sketches = [r["code"] for r in fixture_report.results if "sketch" in (r["details"] or {})]
+    assert sketches  # LEN003, LBL003, MIX001, TOK001 carry one: it must not be shown
+    text = "".join(_parse(fixture_page).text)
+    assert "sketch" not in text and "length-v1" not in text and "halves" not in text
+    assert not re.search(r'[{\[]"\w+": ', text), "a JSON blob reached the page"
+
+
+def test_near_duplicate_pairs_are_side_by_side_with_the_differences_marked(fixture_page):
+    section = _section(fixture_page, "DUP002")
+    assert section.index('<div class="pair">') < section.index('<div class="text">')
+    left, right = re.findall(r'<div class="text">(.*?)</div>', section, re.S)[:2]
+    assert "<del>" in left and "<ins>" in right  # planted near duplicates differ in a few words
+    assert "<ins>" not in left and "<del>" not in right
+    # most of the text is shared: the marks cover a small part of it
+    marked = sum(len(m) for m in re.findall(r"<del>(.*?)</del>", left))
+    assert marked < len(left) / 3
+
+
+# -- the chart each rule gets -------------------------------------------------------------------
+def test_class_shares_per_split(fixture_page, fixture_report):
+    section = _section(fixture_page, "LBL003")
+    classes = fixture_report.result("LBL003")["details"]["classes"]
+    splits = fixture_report.data["dataset"]["splits"]
+    assert "Class shares per split" in section
+    # one bar per class and split that has the class, labelled as a share
+    bars = re.findall(r"<rect [^>]*><title>([^<]*)</title>", section)
+    assert len(bars) == sum(len(c["share_by_split"]) for c in classes)
+    assert any(t.startswith("pets · test: 6.67%") for t in bars), bars[:5]
+    assert all(f">{s}<" in section for s in splits)  # a legend names the splits
+
+
+def test_label_matrix_is_a_heat_map(fixture_page, fixture_report):
+    section = _section(fixture_page, "LBL002")
+    m = fixture_report.result("LBL002")["details"]["matrix"]
+    n = len(m["labels"])
+    cells = re.findall(
+        r'<rect x="\d+" y="\d+" width="33" height="33" fill="rgb\((\d+),(\d+),(\d+)\)"', section
+    )
+    assert len(cells) == n * n
+    # the diagonal (agreement) is blue, the strongest confusion red
+    i = max(range(n), key=lambda k: m["counts"][k][k])
+    r, g, b = map(int, cells[i * n + i])
+    assert b > r
+    off = [(m["counts"][a][c], a * n + c) for a in range(n) for c in range(n) if a != c]
+    r, g, b = map(int, cells[max(off)[1]])
+    assert r > b
+
+
+def test_length_histograms_overlay_the_splits(fixture_page, fixture_report):
+    section = _section(fixture_page, "LEN003")
+    lines = re.findall(r'<polyline points="[^"]+" fill="(#\w+)"', section)
+    assert len(lines) == len(fixture_report.data["dataset"]["splits"]) == len(set(lines))
+    assert "length in words (log scale)" in section
+    # LEN002 draws each split's outlier bounds on the same histograms
+    assert "train: long ≥ 576" in _section(fixture_page, "LEN002")
+
+
+def test_max_seq_len_line_on_the_length_histograms(fixture_report):
+    data = copy.deepcopy(fixture_report.data)
+    len001 = next(r for r in data["results"] if r["code"] == "LEN001")
+    len001.update(status="pass", thresholds={"max_seq_len": 512, "max_rate": 0.01})
+    page = render_html(data)
+    for code in ("LEN001", "LEN003"):
+        section = _section(page, code)
+        assert "max_seq_len 512" in section and 'stroke-dasharray="5 3"' in section, code
+
+
+def test_source_shares_against_the_recipe(fixture_report):
+    data = copy.deepcopy(fixture_report.data)
+    mix = next(r for r in data["results"] if r["code"] == "MIX001")
+    mix["thresholds"]["recipe"] = {"fortunes": 0.5, "pydoc": 0.4, "glossary": 0.1}
+    page = render_html(data)
+    section = _section(page, "MIX001")
+    markers = re.findall(r"<line [^>]*><title>(recipe [^<]*)</title></line>", section)
+    assert sorted(markers) == [
+        "recipe fortunes: 50.0% ± 5.00%",
+        "recipe glossary: 10.0% ± 5.00%",
+        "recipe pydoc: 40.0% ± 5.00%",
+    ]
+    assert "Share of tokens per source" in section
+    # without a recipe, the shares the drift verdict compares: rows
+    assert "Share of rows per source" in _section(render_html(fixture_report.data), "MIX001")
+
+
+def test_duplicate_cluster_sizes(fixture_page):
+    for code, what in (("DUP001", "duplicate groups"), ("DUP002", "near-duplicate clusters")):
+        section = _section(fixture_page, code)
+        assert f"Number of {what} by size" in section
+        assert re.search(r"<title>2 rows · train: \d+</title>", section), code
+
+
+def test_drifting_tokens_and_domain_classifier(fixture_page, fixture_report):
+    tok = _section(fixture_page, "TOK001")
+    over = fixture_report.result("TOK001")["details"]["comparisons"]["test vs train"]["over"]
+    assert f">{over[0]['token']}<" in tok and "more common in test than in train" in tok
+    shift = _section(fixture_page, "SHIFT001")
+    comps = fixture_report.result("SHIFT001")["details"]["comparisons"]
+    assert shift.count("<circle") == len(comps)  # one AUC point per comparison, with its CI
+    assert "chance 0.5" in shift and "threshold 0.6" in shift
+    for c in comps.values():
+        assert all(f"<span>{g}</span>" in shift for g in c["eval_ngrams"][:3])
+
+
+def test_a_chart_whose_details_changed_shape_is_left_out_not_fatal(fixture_report):
+    data = copy.deepcopy(fixture_report.data)
+    r = {x["code"]: x for x in data["results"]}
+    r["LBL002"]["details"]["matrix"] = {"labels": ["a", "b"], "counts": "not a matrix"}
+    r["LBL003"]["details"]["classes"] = [{"class": "a", "share_by_split": ["not", "a", "dict"]}]
+    r["SHIFT001"]["details"]["comparisons"] = {"x vs y": {"auc": "high"}}
+    page = render_html(data)
+    _assert_safe(page)
+    assert "LBL002" in page and "LBL003" in page and "SHIFT001" in page
+
+
+# -- numbers ------------------------------------------------------------------------------------
+def test_ratios_are_ratios_and_shares_are_percentages(fixture_page):
+    assert fmt_metric("imbalance_ratio", 8.0) == "8.0×"
+    assert fmt_metric("duplicate_rate", 0.0016667) == "0.17%"
+    assert fmt_metric("row_share[pydoc]", 0.48) == "48.0%"
+    assert fmt_metric("text:null_rate", 0.005) == "0.50%"
+    assert fmt_metric("label_chi2_pvalue", 3.557e-19) == "3.6e-19"
+    assert fmt_metric("median_length", 27.0, "words") == "27 words"
+    # LBL003's imbalance ratio of 8.0 in test: "8.0×", never "800.00%"
+    section = _section(fixture_page, "LBL003")
+    assert ">8.0×<" in section and "800" not in section
+
+
+# -- size ---------------------------------------------------------------------------------------
+def test_the_page_stays_under_2_mb_for_any_dataset(fixture_report):
+    """200k flags, every rule with a thousand findings of long examples, 1 MB strings."""
+    data = copy.deepcopy(fixture_report.data)
+    n = 200_000
+    data["flags"] = {
+        "count": n,
+        "split": {"values": ["train"], "index": [0] * n},
+        "row": list(range(n)),
+        "id": [f"id-{i:07d}" for i in range(n)],
+        "code": {"values": ["DUP001"], "index": [0] * n},
+        "severity": {"values": ["warn"], "index": [0] * n},
+        "action": {"values": ["drop"], "index": [0] * n},
+        "cluster": [None] * n,
+        "score": [None] * n,
+        "detail": {"values": [None], "index": [0] * n},
+    }
+    long_text = "word " * 200_000
+    examples = [{"split": "train", "row": k, "text": long_text} for k in range(50)]
+    for r in data["results"]:
+        template = r["findings"][0] if r["findings"] else None
+        base = {"fingerprint": f"{r['code']}-0000000000000000", "severity": "warn",
+                "split": "train", "count": 1, "data": {"rows": list(range(1000))}}  # fmt: skip
+        r["findings"] = [
+            {**(template or base), "message": long_text, "examples": examples}
+            for _ in range(1000)
+        ]  # fmt: skip
+        r["metrics"] = r["metrics"] * 200
+        r["details"]["big"] = [{"k": i, "text": long_text[:5000]} for i in range(2000)]
+        r["message"] = long_text
+    page = render_html(data)
+    size = len(page.encode())
+    assert size <= 2_000_000 and size <= MAX_BYTES * 1.1, size
+    _assert_safe(page)
+    # the worst rules still show findings with examples; the page says what it left out
+    assert page.count('class="pair"') + page.count('<div class="text">') > 20
+    assert "more findings in the JSON report" in page
+
+
+# -- the rest -----------------------------------------------------------------------------------
+def test_page_is_self_contained(hostile_report, tmp_path):
     out = tmp_path / "report.html"
     page = hostile_report.to_html(out)
     assert out.read_text(encoding="utf-8") == page
-    p = _parse(page)
-    # no external assets: no src attributes, no links other than in-page anchors
-    for tag, attrs in p.tags:
-        for name, value in attrs:
-            if name in ("src", "href"):
-                assert name == "href" and value.startswith("#"), (tag, name, value)
-    assert "Content-Security-Policy" in page
+    _assert_safe(page)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
     assert "gate FAILED" in page  # fail_on=warn and empty rows → TXT001 fails
-    text = "".join(p.text)
-    for code in ("TXT001", "TXT002", "TXT003", "FMT001"):
-        assert code in text
-    assert "Dataset" in text and "content hash" in text
-    assert any(tag == "svg" for tag, _ in p.tags), "expected an inline SVG chart"
-
-
-def test_rules_sorted_by_status(hostile_report):
-    data = copy.deepcopy(hostile_report.data)
-    statuses = ["pass", "error", "skipped", "fail"]
-    for r, st in zip(data["results"], statuses):
-        r["status"] = st
-    page = render_html(data)
-    codes = [r["code"] for r in data["results"]]
-    by_status = dict(zip(statuses, codes))
-    positions = [page.index(f'id="r-{by_status[s]}"') for s in ("error", "fail", "pass", "skipped")]
-    assert positions == sorted(positions)
-
-
-def test_details_list_of_dicts_becomes_a_table_and_chart(hostile_report):
-    data = copy.deepcopy(hostile_report.data)
-    data["results"][0]["details"] = {
-        "per_source": [
-            {"source": "wiki", "rows": 30, "share": 0.6},
-            {"source": "forum", "rows": 20, "share": 0.4},
-        ]
-    }
-    page = render_html(data)
-    p = _parse(page)
-    text = "".join(p.text)
-    assert "per_source" in text and "wiki" in text and "forum" in text
-    assert "60.00%" in text and "40.00%" in text  # the share bars are labelled as percentages
-    rects = [a for t, a in p.tags if t == "rect"]
-    widths = sorted(float(dict(a)["width"]) for a in rects)
-    assert len(widths) >= 2 and widths[-1] > widths[0]
 
 
 def test_passing_report_says_passed():
     report = dataaudit.audit([{"text": "a perfectly fine sentence"}] * 4, select=["TXT001"])
     page = report.to_html()
     assert report.passed
-    assert "gate PASSED" in page
+    assert "gate PASSED" in page and "No rule fails or warns" in page
+
+
+def test_the_notebook_summary_is_still_compact(fixture_report):
+    compact = render_compact(fixture_report.data)
+    assert "<script" not in compact and "LEAK001" in compact
+    assert len(compact) < len(fixture_report.to_html()) / 10
+
+
+def test_a_diff_renders_as_html_with_regressions_first(fixture_report):
+    old = copy.deepcopy(fixture_report.data)
+    new = copy.deepcopy(fixture_report.data)
+    lbl = next(r for r in new["results"] if r["code"] == "LBL001")
+    lbl["findings"][0]["message"] = SCRIPT
+    lbl["findings"][0]["fingerprint"] = "LBL001-" + "f" * 16  # a new finding
+    lbl["findings"][0]["severity"] = "error"
+    result = diff(old, new)
+    page = render_diff_html(result.to_dict())
+    _assert_safe(page)
+    assert result.regressed and "REGRESSED" in page
+    text = "".join(_parse(page).text)
+    assert SCRIPT in text
+    assert page.index('class="reasons"') < page.index("<h2>Rules</h2>")
+    # unchanged rules and metrics are collapsed, changed findings are not
+    assert "rules unchanged</summary>" in page
+    new_row = re.search(r'<tr data-status="new" data-severity="error">(.*?)</tr>', page, re.S)
+    assert new_row and "LBL001" in new_row.group(1)
+    assert render_diff_html({}).startswith("<!DOCTYPE html>")  # a diff missing keys still renders
