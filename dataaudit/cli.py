@@ -314,9 +314,22 @@ def cmd_diff(args: argparse.Namespace) -> int:
                 f"--json {args.json}: it is a report being compared; write the diff elsewhere."
             )
         console = sys.stderr if writes_stdout(args.json) else sys.stdout
+    if args.html:  # a page like the report's: what got worse first
+        check_output_path(args.html, "--html")
+        if _read_by_audit(args.html, [args.old, args.new]):
+            raise ConfigError(
+                f"--html {args.html}: it is a report being compared; write the page elsewhere."
+            )
+        if writes_stdout(args.html):
+            json_out = bool(args.json and writes_stdout(args.json))
+            if json_out or getattr(args, "format", "text") != "text":
+                raise ConfigError("--html - and another output both write to stdout: give a file.")
+            console = sys.stderr
     result = diff(args.old, args.new)
     if args.json:
         result.to_json(args.json)
+    if args.html:
+        result.to_html(args.html)
     print(result.summary(), file=console)
     if args.fail_on_regression and result.regressed:
         return EXIT_GATE
@@ -405,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("old")
     p.add_argument("new")
     p.add_argument("--json", metavar="FILE", help="write the diff as JSON")
+    p.add_argument("--html", metavar="FILE", help="write the diff as a self-contained HTML page")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 if anything regressed")
     p.set_defaults(func=cmd_diff)
 

@@ -420,6 +420,15 @@ class ReportDiff:
             atomic_write_text(path, text + "\n")
         return text
 
+    def to_html(self, path: str | Path | None = None) -> str:
+        """The diff as one self-contained HTML page, what got worse first."""
+        from .html import render_diff_html
+
+        text = render_diff_html(self.to_dict())
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
     def summary(self, *, max_items: int = 20) -> str:
         """A readable account of the changes (at most ``max_items`` per section)."""
         from .text import render_diff

@@ -409,3 +409,26 @@ def test_a_diff_renders_as_html_with_regressions_first(fixture_report):
     new_row = re.search(r'<tr data-status="new" data-severity="error">(.*?)</tr>', page, re.S)
     assert new_row and "LBL001" in new_row.group(1)
     assert render_diff_html({}).startswith("<!DOCTYPE html>")  # a diff missing keys still renders
+
+
+def test_diff_to_html_and_the_cli_flag(fixture_report, tmp_path, capsys):
+    from dataaudit.cli import main
+
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    fixture_report.to_json(old)
+    data = copy.deepcopy(fixture_report.data)
+    next(r for r in data["results"] if r["code"] == "TOK001")["status"] = "fail"
+    dataaudit.Report(data).to_json(new)
+    page = diff(str(old), str(new)).to_html(tmp_path / "api.html")
+    assert (tmp_path / "api.html").read_text(encoding="utf-8") == page and "REGRESSED" in page
+    out = tmp_path / "diff.html"
+    assert main(["diff", str(old), str(new), "--html", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == page
+    # the page may not overwrite a report it compares, nor share stdout with another output
+    assert main(["diff", str(old), str(new), "--html", str(new)]) == 2
+    assert "--html" in capsys.readouterr().err
+    assert main(["diff", str(old), str(new), "--html", "-", "--json", "-"]) == 2
+    assert main(["diff", str(old), str(new), "--html", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("<!DOCTYPE html>") and "REGRESSED" in captured.out
+    assert "TOK001" in captured.err  # the text account moved to stderr
