@@ -168,7 +168,7 @@ def speed(tok, docs, fort, rows: int, batch_size: int) -> None:
     import pyarrow as pa
 
     from dataaudit import audit
-    from dataaudit.tokenizer import resolve_tokenizer
+    from dataaudit.resources.tokenizer import resolve_tokenizer
 
     sentences = [s for d in docs for s in re.split(r"(?<=[.!?])\s+", d) if len(s.split()) >= 3]
     rng = random.Random(3)

@@ -130,8 +130,9 @@ def corpus_dir(args) -> tuple[Path, list[int]]:
 
 def text_stats(data: Path) -> dict[str, float]:
     """Input text MB, and eval text as LEAK002 keeps it (normalized, compressed per batch)."""
+    from dataaudit.features.minhash import ngram_hashes
     from dataaudit.features.normalize import normalize_array
-    from dataaudit.rules.leakage.contamination import _ngrams, _pack
+    from dataaudit.rules.leakage.contamination import _pack
 
     out = {"input_mb": 0.0, "eval_mb": 0.0, "eval_kept_mb": 0.0, "ngrams_per_row": 0.0}
     for name in ("train", "test"):
@@ -140,7 +141,8 @@ def text_stats(data: Path) -> dict[str, float]:
             text = rb.column(0).cast(pa.large_string())
             out["input_mb"] += text.nbytes / MB
             if not out["ngrams_per_row"]:
-                out["ngrams_per_row"] = len(_ngrams(normalize_array(text), 13).hashes) / len(text)
+                ngrams = ngram_hashes(normalize_array(text), 13).hashes
+                out["ngrams_per_row"] = len(ngrams) / len(text)
             if name == "test":
                 out["eval_mb"] += text.nbytes / MB
                 out["eval_kept_mb"] += len(_pack(normalize_array(text))) / MB

@@ -1,7 +1,8 @@
-"""audit(): resolve input, config and rules; run the engine; return a Report."""
+"""audit(): resolve input, config, rules and resources; run the engine; return a Report."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from .corpus import load_corpus
 from .errors import ConfigError, close_matches
 from .registry import RuleSet, load_rules, required_codes, select_rules, with_extra_rules
 from .report import Report
+from .resources import resolve_resources
 from .rule import ROLE_NAMES, Rule, Severity
 
 
@@ -121,24 +123,19 @@ def audit(
     built, plugin_errors = resolve_rules(cfg, extra_rules)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=cfg.on_bad_lines)
     check_required_roles(cfg, corpus)
+    # objects (a Tokenizer, a Dataset) come as arguments; the config keeps only what serializes
+    reference = reference if reference is not None else cfg.reference
     ctx = AuditContext.from_corpus(
         corpus,
         max_examples=cfg.max_examples,
         example_chars=cfg.example_chars,
         seed=cfg.seed,
-        options={
-            # objects (a Tokenizer, a Dataset) travel here; the config keeps only what serializes
-            "tokenizer": tokenizer if tokenizer is not None else cfg.tokenizer,
-            "contamination_ref": list(cfg.contamination_ref),
-            "reference": reference if reference is not None else cfg.reference,
-            "on_bad_lines": cfg.on_bad_lines,
-        },
+        resources=resolve_resources(
+            tokenizer=tokenizer if tokenizer is not None else cfg.tokenizer,
+            reference=reference is not None,
+            contamination_ref=cfg.contamination_ref,
+        ),
     )
-    if ctx.options["tokenizer"] is not None:
-        # load once per audit: a bad tokenizer is a usage error, not one error per rule
-        from .tokenizer import tokenizer_for
-
-        tokenizer_for(ctx)
     state = engine.start(built, ctx)
     known = [s.num_rows for s in corpus.splits.values()]
     total = (
@@ -152,14 +149,13 @@ def audit(
     else:
         engine.scan(state, batches, ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
-    if ctx.options["reference"] is not None:
-        # drift rules compare against the reference's sketches (see dataaudit/reference.py)
-        from .reference import build_reference
+    if reference is not None:
+        # the drift rules that ran compare with the reference's sketches at finish
+        from .resources.reference import build_reference
 
         active = [run.rule for run in state.runs if run.active]
-        ctx.options["_reference"] = build_reference(
-            ctx.options["reference"], active, cfg, ctx, progress=progress
-        )
+        sketches = build_reference(reference, active, cfg, ctx, progress=progress)
+        ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
     engine.finish(state, ctx, progress=progress)
     return Report.build(
         [run.outcome() for run in state.runs],
@@ -169,17 +165,8 @@ def audit(
         stopped=state.stopped,
         plugin_errors=plugin_errors,
         seconds=time.perf_counter() - t0,
-        resources=_resources(ctx),
+        resources=ctx.resources.describe(),
     )
-
-
-def _resources(ctx: AuditContext) -> dict[str, Any]:
-    """Provenance of what the audit resolved: the tokenizer (name, hash, vocabulary, template)."""
-    if ctx.options.get("tokenizer") is None:
-        return {"tokenizer": None}
-    from .tokenizer import tokenizer_for
-
-    return {"tokenizer": tokenizer_for(ctx).describe()}
 
 
 def _check_not_empty(state: engine.ScanState) -> None:

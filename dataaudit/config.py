@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import math
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -50,6 +52,11 @@ class AuditConfig:
     require_roles: list[str] = field(default_factory=list)  # column roles the data must have
     # a record the readers cannot read: error (stop), or skip (INPUT001 lists each one)
     on_bad_lines: str = "error"
+    # accepted findings (`dataaudit baseline`): reported as suppressed, left out of the verdict
+    baseline: str | None = None
+    # how far a metric may move before `dataaudit diff` calls it a change: "CODE.METRIC" ->
+    # an amount in the metric's units, or "N%" of its larger value (see report/diff.py)
+    tolerances: dict[str, float | str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,7 +65,8 @@ class AuditConfig:
         """A hash of what decides the findings. ``workers`` and ``batch_size`` only decide how
         the scan runs (same report for any value), so they are hashed at their defaults: any
         value gives one hash, the hash that older reports (which hashed them) got by default."""
-        body = {k: v for k, v in self.to_dict().items() if k != "pack"}
+        # tolerances only tell a diff how to read two reports; the audit never looks at them
+        body = {k: v for k, v in self.to_dict().items() if k not in ("pack", "tolerances")}
         body.update(workers=1, batch_size=8192)
         for key in _HASH_IF_SET:  # keys added later: unset, they keep older reports' hashes
             if not body.get(key):
@@ -75,10 +83,10 @@ class AuditConfig:
 
 
 _KEYS = {f.name for f in fields(AuditConfig)} | {"extends"}
-_HASH_IF_SET = ("require_rules", "require_roles")
+_HASH_IF_SET = ("require_rules", "require_roles", "baseline")
 _SELECTOR_LISTS = ("select", "extend_select", "ignore", "require_rules")
 _POSITIVE_INTS = ("batch_size", "max_examples", "example_chars", "workers")
-_OPTIONAL_STRINGS = ("split", "tokenizer", "reference", "pack")
+_OPTIONAL_STRINGS = ("split", "tokenizer", "reference", "pack", "baseline")
 
 
 def _show(value: Any) -> str:
@@ -167,7 +175,50 @@ def _check(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out[key] = _check_rules(value, where)
         elif key == "columns":
             out[key] = _check_columns(value, where)
+        elif key == "tolerances":
+            out[key] = _check_tolerances(value, where)
     return out
+
+
+_TOLERANCE_KEY = re.compile(r"^([A-Za-z]{2,5}[0-9]{3})\.(.+)$")
+
+
+def parse_tolerance(key: Any, value: Any, where: str) -> tuple[str, float | str]:
+    """One metric tolerance: ``("CODE.metric", amount)`` with the amount a number >= 0 in the
+    metric's units or a string ``"N%"`` of the metric's larger value."""
+    example = "e.g. TOK001.js=0.005 or LBL003.label_cramers_v=10%"
+    m = _TOLERANCE_KEY.match(key.strip()) if isinstance(key, str) else None
+    if m is None:
+        raise ConfigError(
+            f"{where}: {_show(key)} does not name a metric; expected CODE.METRIC ({example}; "
+            "the metric names are in the report and in `dataaudit diff` output)."
+        )
+    name = f"{m.group(1).upper()}.{m.group(2).strip()}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and value >= 0 and math.isfinite(value):
+        return name, value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            share = float(value.strip()[:-1])
+        except ValueError:
+            share = -1.0
+        if share >= 0 and math.isfinite(share):
+            return name, f"{share:g}%"
+    raise ConfigError(
+        f"{where}: {name}={_show(value)}: expected an amount >= 0 in the metric's units or a "
+        f"percentage of its value ({example})."
+    )
+
+
+def _check_tolerances(value: Any, where: str) -> dict[str, float | str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where}={_show(value)}: expected a mapping of CODE.METRIC to a tolerance, e.g. "
+            "{TOK001.js: 0.005, LBL003.label_cramers_v: 10%}."
+        )
+    return dict(parse_tolerance(k, v, where) for k, v in value.items())
 
 
 def _check_rules(value: Any, where: str) -> dict[str, dict[str, Any]]:
@@ -347,8 +398,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             rules = out.setdefault("rules", {})
             for code, opts in value.items():
                 rules[code] = {**rules.get(code, {}), **(opts or {})}
-        elif key == "columns" and isinstance(value, dict):
-            out["columns"] = {**out.get("columns", {}), **value}
+        elif key in ("columns", "tolerances") and isinstance(value, dict):
+            out[key] = {**out.get(key, {}), **value}
         else:
             out[key] = copy.deepcopy(value)
     return out

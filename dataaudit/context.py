@@ -1,15 +1,20 @@
-"""What a rule knows about the audit beyond its batches: splits, roles, report bounds."""
+"""What a rule knows about the audit beyond its batches: splits, roles, report bounds and the
+resources ``audit()`` resolved (tokenizer, reference sketches, benchmark files)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .corpus import Roles
+from .resources import Resources
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .corpus import Corpus
+    from .features import Batch
     from .inputs.notes import InputLog
+    from .inputs.roles import Roles
 
 
 @dataclass
@@ -26,7 +31,8 @@ class AuditContext:
     max_examples: int = 5
     example_chars: int = 200
     seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)  # audit-wide settings (e.g. tokenizer)
+    #: resolved once by audit(): typed, picklable (see dataaudit.resources)
+    resources: Resources = field(default_factory=Resources)
     #: what the readers could not take as given; filled while the corpus streams (INPUT001)
     input_log: InputLog | None = None
 
@@ -35,6 +41,15 @@ class AuditContext:
         """A context for ``corpus``: its splits (name, kind, rows if known) and roles."""
         splits = {n: SplitInfo(n, s.kind, s.num_rows) for n, s in corpus.splits.items()}
         return cls(splits=splits, roles=corpus.roles, input_log=corpus.log, **settings)
+
+    def batch(self, split: str, data: pa.RecordBatch, offset: int) -> Batch:
+        """A batch of ``split`` starting at row ``offset``, with the audit's roles and resources."""
+        from .features import Batch
+
+        info = self.splits.get(split)
+        return Batch(
+            split, data, offset, self.roles, info.kind if info else "other", self.resources
+        )
 
     def train_split(self) -> str | None:
         for name, info in self.splits.items():

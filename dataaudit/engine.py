@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 
 from .context import AuditContext
-from .features import Batch
 from .identity import SplitIdentity
 from .rule import Direction, Finding, Flag, Metric, Rule, RuleOutcome, RuleResult, Severity
 
@@ -137,10 +136,7 @@ def scan(
             if split not in state.identity:
                 state.identity[split] = SplitIdentity()
             state.identity[split].update(rb)
-            info = ctx.splits.get(split)
-            batch = Batch(
-                split, rb, offsets.get(split, 0), ctx.roles, info.kind if info else "other"
-            )
+            batch = ctx.batch(split, rb, offsets.get(split, 0))
             offsets[split] = offsets.get(split, 0) + rb.num_rows
             for run in state.runs:
                 if not run.active:
@@ -381,8 +377,9 @@ def scan_parallel(
         ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise ConfigError(
-            f"workers={workers}: the audit's resources (tokenizer, reference, options) cannot be "
-            f"sent to worker processes ({type(exc).__name__}: {exc}); run with workers=1."
+            f"workers={workers}: the audit's context or resources (tokenizer, benchmark files) "
+            f"cannot be sent to worker processes ({type(exc).__name__}: {exc}); run with "
+            "workers=1."
         ) from None
     rules = _sendable_rules(state)
     offsets: dict[str, int] = {}

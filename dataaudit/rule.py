@@ -118,18 +118,23 @@ class Metric:
     direction: Direction = Direction.NONE
     split: str | None = None
     unit: str | None = None
+    #: how far the value moves by sampling noise alone (a diff calls smaller moves unchanged)
+    noise: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         value = self.value
         if isinstance(value, float) and value != value:  # NaN is not JSON
             value = None
-        return {
+        out = {
             "name": self.name,
             "split": self.split,
             "value": value,
             "direction": Direction(self.direction).value,
             "unit": self.unit,
         }
+        if self.noise is not None and math.isfinite(self.noise):
+            out["noise"] = self.noise
+        return out
 
 
 @dataclass
@@ -208,8 +213,9 @@ class RuleResult:
         *,
         split: str | None = None,
         unit: str | None = None,
+        noise: float | None = None,
     ) -> None:
-        self.metrics.append(Metric(name, value, Direction(direction), split, unit))
+        self.metrics.append(Metric(name, value, Direction(direction), split, unit, noise))
 
 
 _CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")

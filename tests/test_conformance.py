@@ -33,13 +33,7 @@ OPTIONS = {
 #: checks that cannot apply to a rule, and why; any other skip fails the test
 EXPECTED_SKIPS = {("INPUT001", "options_stored_verbatim"): "the rule has no options"}
 #: contract breaks known today, each with its reason (strict: a fix fails until removed here)
-EXPECTED_FAILURES = {
-    ("LEAK002", "start_does_no_io"): (
-        "LEAK002 reads its contamination_ref files in start(), once per chunk with workers; "
-        "they should be read once by audit() and reach the rule through the context (issue 11, "
-        "typed resources)"
-    ),
-}
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _train_bpe(texts: list[str]):

@@ -12,9 +12,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..readers import TYPE_MARKER_PREFIX
+from ..resources import Resources
 
 if TYPE_CHECKING:
-    from ..corpus import Roles
+    from ..inputs.roles import Roles
 
 FeatureFn = Callable[..., Any]
 _FEATURES: dict[str, FeatureFn] = {}
@@ -58,19 +59,27 @@ def _freeze(value: Any) -> Any:
 class Batch:
     """One record batch of one split, with lazily computed, cached features.
 
-    ``row_ids`` are 0-based positions of the rows in their split, in input order.
+    ``row_ids`` are 0-based positions of the rows in their split, in input order. ``resources``
+    are the audit's (``ctx.batch(...)`` passes them): features find the tokenizer there.
     """
 
-    __slots__ = ("split", "kind", "offset", "data", "roles", "_cache")
+    __slots__ = ("split", "kind", "offset", "data", "roles", "resources", "_cache")
 
     def __init__(
-        self, split: str, data: pa.RecordBatch, offset: int, roles: Roles, kind: str = "train"
+        self,
+        split: str,
+        data: pa.RecordBatch,
+        offset: int,
+        roles: Roles,
+        kind: str = "train",
+        resources: Resources | None = None,
     ):
         self.split = split
         self.kind = kind
         self.offset = offset
         self.data = data
         self.roles = roles
+        self.resources = resources if resources is not None else Resources()
         self._cache: dict[Any, Any] = {}
 
     @property

@@ -40,6 +40,8 @@ from ..sketches.minhash import (
 from .base import Batch, register_feature
 
 PUNCT = r"[\p{P}\p{S}]+"
+#: the seed of contamination n-gram hashes: rows (``ngram_hashes``) and benchmark files must agree
+NGRAM_SEED = 13
 
 
 def words_only(arr: pa.Array) -> pa.Array:
@@ -98,9 +100,15 @@ def shingle_unit_feature(
     return batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)[1]
 
 
+def ngram_hashes(normalized: pa.Array, ngram: int) -> Shingles:
+    """Contamination n-grams of normalized text: the feature below, for text a rule or a
+    benchmark file holds outside a batch."""
+    return shingle(words_only(normalized), ngram, "word", NGRAM_SEED, short="none")
+
+
 @register_feature("ngram_hashes")
 def ngram_hashes_feature(batch: Batch, ngram: int = 13) -> Shingles:
-    return shingle(words_only(batch.normalized), ngram, "word", seed=13, short="none")
+    return ngram_hashes(batch.normalized, ngram)
 
 
 @register_feature("text_snippet")

@@ -1,8 +1,9 @@
 """Token ids and token lengths per row: one ``encode_batch_fast`` call per batch and view.
 
 Rules ask ``batch.feature("tokens", tokenizer=KEY)`` (or ``"token_lengths"``) where ``KEY`` is the
-audit's tokenizer key from :func:`dataaudit.tokenizer.tokenizer_for`; the first rule pays for the
-tokenization and every other rule reuses it through the batch's feature cache.
+key of the audit's tokenizer (``ctx.resources.tokenizer.key``); the feature finds the tokenizer in
+``batch.resources``. The first rule pays for the tokenization and every other rule reuses it
+through the batch's feature cache.
 """
 
 from __future__ import annotations
@@ -53,11 +54,10 @@ class Rendered:
 def chat_rendering_feature(batch: Batch, tokenizer: str, prompt: bool = False) -> Rendered:
     import pyarrow as pa
 
-    from ..chat_template import TemplateRejected
-    from ..tokenizer import get_handle
+    from ..resources.chat_template import TemplateRejected
     from .text import ASSISTANT_ROLES, _message_parts, render_chat
 
-    template = get_handle(tokenizer).chat_template
+    template = batch.resources.tokenizer_named(tokenizer).chat_template
     texts: list[str | None] = []
     errors: list[str | None] = []
     for messages in batch.feature("messages"):
@@ -79,9 +79,7 @@ def chat_rendering_feature(batch: Batch, tokenizer: str, prompt: bool = False) -
 
 @register_feature("tokens")
 def tokens_feature(batch: Batch, tokenizer: str, view: str = "text") -> Tokens:
-    from ..tokenizer import get_handle
-
-    handle = get_handle(tokenizer)
+    handle = batch.resources.tokenizer_named(tokenizer)
     if view in TEMPLATED_VIEWS:  # the template writes the special tokens itself
         rendered = batch.feature(
             "chat_rendering", tokenizer=tokenizer, prompt=TEMPLATED_VIEWS[view]

@@ -4,11 +4,41 @@
 
 * rules by code → status transitions (pass → warn → fail → error is worse; to/from ``skipped`` is
   a change in coverage, not a verdict),
-* metrics by ``(code, name, split)`` → delta, judged by the metric's ``direction`` (lower/higher is
-  better) with a relative tolerance,
-* findings by ``fingerprint`` (stable across versions) → new / resolved / persisting, with counts,
+* metrics by ``(code, name, split)`` → delta, judged by the metric's ``direction`` (lower/higher
+  is better) against its tolerance and its threshold (below),
+* findings by ``fingerprint`` (the rule's code and a hash of the finding's evidence by content:
+  a duplicate cluster by its members' normalized text, never by row numbers) → new / resolved /
+  persisting, with counts,
 * the dataset per split → rows, columns, content hash; and the config hash: when both the data and
   the config changed, the comparison mixes two changes and says so (change one thing at a time).
+
+**What is a regression** (``regressed``, the gate of ``--fail-on-regression``): a rule whose
+status got worse (or a new rule that fails); a new finding at or above the gate's severity
+(``fail_on``: the new report's unless given; a finding the audit's baseline accepted does not
+count); a persisting finding whose severity rose to it; or a metric that moved the wrong way by
+more than its tolerance and did not stay inside its passing band.
+
+**A metric's tolerance** — how far it may move before it counts as moved — is, first found:
+
+1. the tolerance set for ``CODE.METRIC`` (``tolerances`` argument / ``--tolerance``, else the
+   ``tolerances:`` of the new report's config, i.e. its pack): an amount in the metric's units
+   or ``"N%"`` of its larger value. A metric with a set tolerance is judged by it alone;
+2. its sampling noise as the rule reports it: the metric's ``noise``, or a sibling metric named
+   ``NAME_noise`` (TOK001's ``js_noise``);
+3. for a rate (a name ending in ``rate``, a share of a split's rows; all rows for a metric
+   without a split): ``NOISE_SIGMAS`` standard errors of the difference of two binomial
+   proportions, so a rate that moves only because rows were removed around it is not a change;
+4. for a count (an integer): ``NOISE_SIGMAS`` Poisson standard errors, sqrt(old + new);
+5. else ``rel_tol`` of its larger value (5%).
+
+The data is read as a sample of the process that produces it; three standard errors keep the
+chance that noise alone moves one metric past its tolerance near 0.1%, so a diff of a hundred
+metrics rarely cries wolf. **A metric's threshold** is the rule option that decides its verdict
+(the report's ``thresholds``: a key equal to the metric's name, or ``max_X``/``min_X`` where X is
+the name or its last words, as ``max_cramers_v`` for ``label_cramers_v``). A metric that moved the
+wrong way but is still on the passing side of its threshold is ``worse``, not ``regressed``: a
+value far inside the band moving within it is not a regression; crossing it is. The rule's own
+verdict (its status and findings) still speaks for what the metric alone cannot.
 """
 
 from __future__ import annotations
@@ -20,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_text
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..rule import Severity, Status
 from .escape import plain
 from .load import check_report
@@ -28,7 +58,13 @@ from .model import Report
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
 
-DiffSchemaVersion = "1.0"
+# 1.1: metrics carry their tolerance, its basis and their threshold; the verdict "worse"; findings
+# carry "suppressed"; the diff records the fail_on it judged new findings by
+DiffSchemaVersion = "1.1"
+NOISE_SIGMAS = 3.0  # standard errors of noise a metric may move by (see the module docstring)
+DEFAULT_REL_TOL = 0.05
+# max_X / min_X options that size a sample or cap a list: never a metric's threshold
+_NOT_THRESHOLDS = frozenset({"rows", "count", "findings", "examples", "class_rows"})
 
 
 @dataclass
@@ -50,7 +86,14 @@ class MetricDelta:
     delta: float | None
     relative: float | None  # delta / |old|; None when old is 0 or missing
     direction: str  # lower | higher | none
-    verdict: str  # regressed | improved | unchanged | changed | added | removed
+    # regressed | worse | improved | changed (no direction) | within (its tolerance) | unchanged
+    # | added | removed
+    verdict: str
+    tolerance: float | None = None  # moves within it are unchanged
+    basis: str | None = (
+        None  # where the tolerance came from: set | noise | binomial | poisson | relative
+    )
+    threshold: float | None = None  # the rule option that decides the metric's verdict
 
 
 @dataclass
@@ -64,6 +107,7 @@ class FindingChange:
     old_count: int
     new_count: int
     old_severity: str | None = None
+    suppressed: bool = False  # accepted in the baseline of the report it comes from
 
     @property
     def count_delta(self) -> int:
@@ -107,20 +151,52 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _judge(
-    old: float | None, new: float | None, direction: str, rel_tol: float, abs_tol: float
-) -> tuple[float | None, float | None, str]:
-    if old is None or new is None:
-        return None, None, "unchanged" if old == new else "changed"
-    delta = new - old
-    relative = delta / abs(old) if old else None
-    if abs(delta) <= max(rel_tol * max(abs(old), abs(new)), abs_tol):
-        return delta, relative, "unchanged"
-    if direction == "lower":
-        return delta, relative, "regressed" if delta > 0 else "improved"
-    if direction == "higher":
-        return delta, relative, "regressed" if delta < 0 else "improved"
-    return delta, relative, "changed"
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _failing(value: float, threshold: float, direction: str) -> bool:
+    return value > threshold if direction == "lower" else value < threshold
+
+
+def _thresholds(result: dict[str, Any] | None) -> dict[str, float]:
+    """The rule's numeric options that name a metric: ``ks`` → ks, ``max_cramers_v`` →
+    label_cramers_v (see the module docstring); matched against names by :func:`_threshold`."""
+    out = {}
+    for key, value in ((result or {}).get("thresholds") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value):
+            continue
+        out[str(key)] = float(value)
+    return out
+
+
+def _threshold(name: str, options: dict[str, float]) -> float | None:
+    if name in options:
+        return options[name]
+    for key, value in options.items():
+        prefix, _, rest = key.partition("_")
+        if prefix not in ("max", "min") or not rest or rest in _NOT_THRESHOLDS:
+            continue
+        if name == rest or name.endswith("_" + rest) or name.startswith(rest + "_"):
+            return value
+    return None
+
+
+def _rows(report: dict[str, Any], split: str | None) -> int | None:
+    """The rows a rate of ``split`` is a share of (all rows for a metric without a split)."""
+    splits = (report.get("dataset") or {}).get("splits") or {}
+    if split is None:
+        rows = [s.get("rows") for s in splits.values()]
+        return sum(rows) if rows and all(_is_count(r) for r in rows) else None
+    rows = (splits.get(split) or {}).get("rows")
+    return rows if _is_count(rows) else None
+
+
+def _binomial_noise(p1: float, n1: int, p2: float, n2: int) -> float:
+    pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
+    return NOISE_SIGMAS * math.sqrt(max(pooled * (1 - pooled), 0.0) * (1 / n1 + 1 / n2))
 
 
 def _status_change(old: str | None, new: str | None) -> str:
@@ -154,13 +230,24 @@ class ReportDiff:
         old: dict[str, Any],
         new: dict[str, Any],
         *,
-        rel_tol: float = 0.01,
+        rel_tol: float = DEFAULT_REL_TOL,
         abs_tol: float = 1e-12,
+        tolerances: dict[str, float | str] | None = None,
+        fail_on: str | None = None,
     ):
         self.old = old
         self.new = new
         self.rel_tol = rel_tol
         self.abs_tol = abs_tol
+        # the candidate's pack sets tolerances (else the baseline's); arguments override it
+        which = "new" if (new.get("config") or {}).get("tolerances") else "old"
+        packed = ((new if which == "new" else old).get("config") or {}).get("tolerances")
+        try:
+            self.tolerances = _checked_tolerances(packed, f"the {which} report's tolerances")
+        except ConfigError as exc:  # the report was edited: its data, not the command, is wrong
+            raise InputError(str(exc)) from None
+        self.tolerances.update(_checked_tolerances(tolerances, "tolerances"))
+        self.fail_on = Severity.parse(fail_on or new.get("fail_on") or "error").value
         self.rules: list[RuleChange] = []
         self.metrics: list[MetricDelta] = []
         self.findings: list[FindingChange] = []
@@ -185,6 +272,12 @@ class ReportDiff:
             self._compare_findings(code, a, b)
         order = {"new": 0, "resolved": 1, "persisting": 2}
         self.findings.sort(key=lambda f: (order[f.state], f.code, f.split or "", f.fingerprint))
+        named = {f"{m.code}.{m.name}" for m in self.metrics}
+        for key in sorted(set(self.tolerances) - named):
+            self.warnings.append(
+                f"the tolerance {key} matches no metric in either report; metric names are "
+                "listed in the report (results[].metrics[].name)."
+            )
 
     def _compare_dataset(self) -> None:
         old_ds, new_ds = self.old.get("dataset", {}), self.new.get("dataset", {})
@@ -255,11 +348,14 @@ class ReportDiff:
             return out
 
         ma, mb = keyed(a), keyed(b)
+        options = _thresholds(b or a)
         keys = list(ma) + [k for k in mb if k not in ma]
         keys.sort(key=lambda k: (k[0], k[1] or ""))
         for name, split in keys:
             x, y = ma.get((name, split)), mb.get((name, split))
             direction = (y or x or {}).get("direction") or "none"
+            threshold = _threshold(name, options) if direction in ("lower", "higher") else None
+            ov, nv = _number((x or {}).get("value")), _number((y or {}).get("value"))
             if x is None or y is None:
                 verdict = "added" if x is None else "removed"
                 self.metrics.append(
@@ -267,20 +363,76 @@ class ReportDiff:
                         code,
                         name,
                         split,
-                        _number((x or {}).get("value")),
-                        _number((y or {}).get("value")),
+                        ov,
+                        nv,
                         None,
                         None,
                         direction,
                         verdict,
-                    )
+                        threshold=threshold,
+                    )  # fmt: skip
                 )
                 continue
-            ov, nv = _number(x.get("value")), _number(y.get("value"))
-            delta, rel, verdict = _judge(ov, nv, direction, self.rel_tol, self.abs_tol)
+            if ov is None or nv is None:
+                verdict = "unchanged" if ov == nv else "changed"
+                self.metrics.append(
+                    MetricDelta(code, name, split, ov, nv, None, None, direction, verdict)
+                )
+                continue
+            noise = [m.get("noise") for m in (x, y)]
+            noise += [(side.get((f"{name}_noise", split)) or {}).get("value") for side in (ma, mb)]
+            tol, basis = self._tolerance(code, name, split, ov, nv, noise)
+            delta = nv - ov
+            relative = delta / abs(ov) if ov else None
+            if abs(delta) <= self.abs_tol:
+                verdict = "unchanged"
+            elif abs(delta) <= tol:
+                verdict = "within"
+            elif direction not in ("lower", "higher"):
+                verdict = "changed"
+            elif (delta > 0) == (direction == "higher"):
+                verdict = "improved"
+            elif (
+                basis != "set" and threshold is not None and not _failing(nv, threshold, direction)
+            ):
+                verdict = "worse"  # still inside its passing band
+            else:
+                verdict = "regressed"
             self.metrics.append(
-                MetricDelta(code, name, split, ov, nv, delta, rel, direction, verdict)
+                MetricDelta(
+                    code,
+                    name,
+                    split,
+                    ov,
+                    nv,
+                    delta,
+                    relative,
+                    direction,
+                    verdict,
+                    tolerance=tol,
+                    basis=basis,
+                    threshold=threshold,
+                )  # fmt: skip
             )
+
+    def _tolerance(
+        self, code: str, name: str, split: str | None, old: float, new: float, noise: list[Any]
+    ) -> tuple[float, str]:
+        """(how far the metric may move and count as unchanged, where that comes from)."""
+        larger = max(abs(old), abs(new))
+        tol = self.tolerances.get(f"{code}.{name}")
+        if tol is not None:
+            amount = larger * float(tol[:-1]) / 100 if isinstance(tol, str) else float(tol)
+            return max(amount, self.abs_tol), "set"
+        known = [float(v) for v in noise if _number(v) is not None and v >= 0]
+        if known:
+            return max(max(known), self.abs_tol), "noise"
+        n_old, n_new = _rows(self.old, split), _rows(self.new, split)
+        if name.endswith("rate") and 0 <= old <= 1 and 0 <= new <= 1 and n_old and n_new:
+            return max(_binomial_noise(old, n_old, new, n_new), self.abs_tol), "binomial"
+        if _is_count(old) and _is_count(new):
+            return max(NOISE_SIGMAS * math.sqrt(old + new), self.abs_tol), "poisson"
+        return max(self.rel_tol * larger, self.abs_tol), "relative"
 
     def _compare_findings(self, code: str, a: dict | None, b: dict | None) -> None:
         fa = {f["fingerprint"]: f for f in (a or {}).get("findings", [])}
@@ -312,6 +464,7 @@ class ReportDiff:
                     int((x or {}).get("count", 0)),
                     int((y or {}).get("count", 0)),
                     (x or {}).get("severity") if x and y else None,
+                    bool(f.get("suppressed", False)),
                 )
             )
 
@@ -320,28 +473,26 @@ class ReportDiff:
     def regressions(self) -> list[str]:
         """Why the new version is worse, one line each (empty when it is not)."""
         warn = Severity.WARN.rank  # a finding whose severity is unknown counts as a warning
+        gate = Severity(self.fail_on).rank
         out = [f"{r.code}: status {r.old} → {r.new}" for r in self.rules if r.change == "regressed"]
         out += [
             f"{r.code}: new rule is {r.new}"
             for r in self.rules
             if r.change == "added" and r.new in (Status.FAIL, Status.ERROR)
         ]
-        out += [
-            f"{m.code} {m.name}{f' [{m.split}]' if m.split else ''}: "
-            f"{format_value(m.old)} → {format_value(m.new)} ({m.direction} is better)"
-            for m in self.metrics
-            if m.verdict == "regressed"
-        ]
+        out += [_metric_reason(m) for m in self.metrics if m.verdict == "regressed"]
         out += [
             f"{f.code}: new {f.severity} finding {f.fingerprint}"
             for f in self.findings
-            if f.state == "new" and _rank(Severity, f.severity, warn) >= warn
+            if f.state == "new" and not f.suppressed and _rank(Severity, f.severity, warn) >= gate
         ]
         out += [
             f"{f.code}: finding {f.fingerprint} severity {f.old_severity} → {f.severity}"
             for f in self.findings
             if f.state == "persisting"
+            and not f.suppressed
             and f.old_severity is not None
+            and _rank(Severity, f.severity, warn) >= gate
             and _rank(Severity, f.severity, warn) > _rank(Severity, f.old_severity, warn)
         ]
         if self.old.get("passed") and not self.new.get("passed"):
@@ -350,8 +501,9 @@ class ReportDiff:
 
     @property
     def regressed(self) -> bool:
-        """A rule got a worse status, a metric moved the wrong way beyond the tolerance, a new
-        warn/error finding appeared, or the gate went from passed to failed."""
+        """A rule got a worse status, a metric moved the wrong way beyond its tolerance and out
+        of its passing band, a finding at the gate's severity appeared (or rose to it), or the
+        gate went from passed to failed."""
         return bool(self.regressions)
 
     @property
@@ -402,7 +554,13 @@ class ReportDiff:
             "has_changes": self.has_changes,
             "regressions": self.regressions,
             "warnings": list(self.warnings),
-            "tolerance": {"relative": self.rel_tol, "absolute": self.abs_tol},
+            "fail_on": self.fail_on,
+            "tolerance": {
+                "relative": self.rel_tol,
+                "absolute": self.abs_tol,
+                "noise_sigmas": NOISE_SIGMAS,
+                "metrics": dict(sorted(self.tolerances.items())),
+            },
             "counts": self.counts(),
             "dataset": {
                 "splits": [asdict(s) for s in self.splits],
@@ -429,6 +587,12 @@ class ReportDiff:
             atomic_write_text(path, text)
         return text
 
+    def to_markdown(self, *, max_items: int = 20) -> str:
+        """The diff as Markdown, for a pull-request comment."""
+        from .markdown import render_diff_markdown
+
+        return render_diff_markdown(self, max_items=max_items)
+
     def summary(self, *, max_items: int = 20) -> str:
         """A readable account of the changes (at most ``max_items`` per section)."""
         from .text import render_diff
@@ -452,12 +616,53 @@ def format_value(v: Any) -> str:
     return plain(v, 60)
 
 
-def diff(old: Any, new: Any, *, rel_tol: float = 0.01, abs_tol: float = 1e-12) -> ReportDiff:
+def _metric_reason(m: MetricDelta) -> str:
+    split = f" [{m.split}]" if m.split else ""
+    why = f"beyond its tolerance ±{format_value(m.tolerance)} ({m.basis})"
+    if m.threshold is not None and m.basis != "set":
+        crossed = m.old is not None and not _failing(m.old, m.threshold, m.direction)
+        why += f", {'crossing' if crossed else 'past'} its threshold {format_value(m.threshold)}"
+    return (
+        f"{m.code} {m.name}{split}: {format_value(m.old)} → {format_value(m.new)} "
+        f"({m.direction} is better; {why})"
+    )
+
+
+def _checked_tolerances(value: Any, where: str) -> dict[str, float | str]:
+    from ..config import parse_tolerance
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected a mapping of CODE.METRIC to a tolerance.")
+    return dict(parse_tolerance(k, v, where) for k, v in value.items())
+
+
+def diff(
+    old: Any,
+    new: Any,
+    *,
+    rel_tol: float = DEFAULT_REL_TOL,
+    abs_tol: float = 1e-12,
+    tolerances: dict[str, float | str] | None = None,
+    fail_on: str | None = None,
+) -> ReportDiff:
     """Compare two audits (Report objects, report dicts, or paths to report JSON).
 
-    ``rel_tol``: metric moves within this fraction of the larger value count as unchanged (1%
-    by default); ``abs_tol``: and within this absolute amount.
+    ``tolerances``: ``{"CODE.METRIC": amount or "N%"}``, how far a metric may move and count as
+    unchanged (over the new report's pack ``tolerances:``); ``rel_tol``: the fraction of a
+    metric's larger value it may move when neither a tolerance nor its noise is known (5%);
+    ``abs_tol``: moves within this amount are always unchanged. ``fail_on``: the severity from
+    which a new finding is a regression (default: the new report's gate). How metrics are judged
+    is in this module's docstring.
     """
     if rel_tol < 0 or abs_tol < 0:
         raise ValueError("rel_tol and abs_tol must be >= 0")
-    return ReportDiff(_load(old, "old"), _load(new, "new"), rel_tol=rel_tol, abs_tol=abs_tol)
+    return ReportDiff(
+        _load(old, "old"),
+        _load(new, "new"),
+        rel_tol=rel_tol,
+        abs_tol=abs_tol,
+        tolerances=tolerances,
+        fail_on=fail_on,
+    )

@@ -31,7 +31,9 @@ def read_json(path: str | Path, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        cut = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
+        # "Unterminated string": the text ended inside a string, i.e. before its closing quote
+        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        cut = " (the file looks truncated)" if ended else ""
         raise InputError(
             f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}{cut}; "
             f"expected {what}."
@@ -53,7 +55,14 @@ def check_report(data: Any, where: str) -> None:
 # jsonschema is only a test dependency, so loading checks a report against report_schema() with
 # the few keywords it uses. Lenient where versions may differ: unknown keys are allowed (a newer
 # minor version may add some) and a key is required only from the version that added it.
-_ADDED_IN = {"gate": (1, 1), "flags": (1, 2), "resources": (1, 3)}
+_ADDED_IN = {
+    "gate": (1, 1),
+    "flags": (1, 2),
+    "resources": (1, 3),
+    "suppressed": (1, 4),
+    "files": (1, 4),
+    "baseline": (1, 4),
+}
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),

@@ -72,12 +72,14 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         if r["status"] in ("error", "skipped"):
             lines.append(f"{head}: {plain(r['message'], 200)}")
             continue
-        n = len(r["findings"])
+        counted = [f for f in r["findings"] if not f.get("suppressed")]
+        n, accepted = len(counted), len(r["findings"]) - len(counted)
         rows = r.get("flagged_rows", 0)
         extra = f" · {n} finding{'s' * (n != 1)}" if n else ""
+        extra += f" · {accepted} suppressed by the baseline" if accepted else ""
         extra += f" · {rows:,} rows flagged" if rows else ""
         lines.append(head + extra)
-        for f in r["findings"][:3]:
+        for f in counted[:3]:
             lines.append(f"        [{plain(f['severity'], 10)}] {plain(f['message'], 140)}")
         if n > 3:
             lines.append(f"        … {n - 3} more in the JSON report")
@@ -91,6 +93,13 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         f"{skipped}; {s['flagged_rows']:,} rows flagged",
     ]
     gate = data.get("gate") or {}
+    baseline = gate.get("baseline")
+    if baseline:
+        stale = f", {baseline['stale']} no longer found" if baseline.get("stale") else ""
+        lines.append(
+            f"baseline {plain(baseline['path'], 200)}: {baseline['suppressed']} findings "
+            f"suppressed of {baseline['accepted']} accepted{stale}"
+        )
     if not data["passed"]:
         lines += [f"  ✗ {plain(reason, 300)}" for reason in gate.get("reasons", [])]
     for err in data.get("plugin_errors", []):
@@ -139,26 +148,36 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
             )
         _more(lines, len(changed_rules), max_items)
 
-    moved = [m for m in d.metrics if m.verdict != "unchanged"]
-    if moved:
-        lines.append(f"metrics (tolerance {d.rel_tol:g} relative):")
-        order = {"regressed": 0, "improved": 1, "changed": 2, "added": 3, "removed": 4}
-        moved.sort(key=lambda m: (order[m.verdict], m.code, m.name, m.split or ""))
+    moved = [m for m in d.metrics if m.verdict not in ("unchanged", "within")]
+    within = sum(m.verdict == "within" for m in d.metrics)
+    if moved or within:
+        lines.append(
+            f"metrics ({within} moved within their noise or tolerance, not listed):"
+            if within
+            else "metrics:"
+        )
+        moved.sort(key=lambda m: (METRIC_ORDER[m.verdict], m.code, m.name, m.split or ""))
         for m in moved[:max_items]:
             split = f" [{plain(m.split, 40)}]" if m.split else ""
             delta = f" ({_signed(m.delta)})" if m.delta is not None else ""
-            better = f", {m.direction} is better" if m.direction != "none" else ""
+            why = [f"{m.direction} is better"] if m.direction != "none" else []
+            if m.tolerance is not None:
+                why.append(f"±{format_value(m.tolerance)} {m.basis}")
+            if m.threshold is not None:
+                why.append(f"threshold {format_value(m.threshold)}")
             lines.append(
                 f"  {m.code:<8} {plain(m.name, 60)}{split}: {format_value(m.old)} → {format_value(m.new)}"
-                f"{delta}  [{m.verdict}{better}]"
+                f"{delta}  [{', '.join([m.verdict, *why])}]"
             )
         _more(lines, len(moved), max_items)
 
     c = d.counts()["findings"]
     count_changed = [f for f in d.findings if f.state == "persisting" and f.count_delta]
+    suppressed = sum(f.suppressed for f in d.findings if f.state != "resolved")
     lines.append(
         f"findings: {c.get('new', 0)} new, {c.get('resolved', 0)} resolved, "
         f"{c.get('persisting', 0)} persisting ({len(count_changed)} with a changed count)"
+        + (f"; {suppressed} suppressed by the baseline" if suppressed else "")
     )
     shown = [f for f in d.findings if f.state != "persisting"] + count_changed
     mark = {"new": "+", "resolved": "-", "persisting": "~"}
@@ -168,8 +187,10 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
             if f.state == "persisting"
             else ""
         )
+        accepted = " (suppressed)" if f.suppressed else ""
         lines.append(
-            f"  {mark[f.state]} [{plain(f.severity, 10)}] {f.code} {plain(f.message, 140)}{count}"
+            f"  {mark[f.state]} [{plain(f.severity, 10)}] {f.code} {plain(f.message, 140)}"
+            f"{count}{accepted}"
         )
     _more(lines, len(shown), max_items)
 
@@ -180,6 +201,18 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
     else:
         lines.append("verdict: no regression" + ("" if d.has_changes else " (no changes)"))
     return "\n".join(lines)
+
+
+METRIC_ORDER = {
+    "regressed": 0,
+    "worse": 1,
+    "improved": 2,
+    "changed": 3,
+    "added": 4,
+    "removed": 5,
+    "within": 6,
+    "unchanged": 7,
+}
 
 
 def _more(lines: list[str], total: int, shown: int) -> None:

@@ -2,8 +2,8 @@
 
 The data is read once; every check folds the same batches (re-cut to the batch size it needs)
 into fresh contexts, so what the readers note (INPUT001) and what a reference adds are the same
-for every run. Resources are what ``audit()`` would hand the rule: a tokenizer, a reference
-(its sketches, built once), contamination files.
+for every run. Resources are what ``audit()`` would hand the rule, resolved once: a tokenizer, a
+reference (its sketches, built once), contamination files (read once).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..context import AuditContext
 from ..corpus import Corpus, load_corpus
-from ..features import Batch
+from ..resources import Resources, TokenizerHandle, resolve_resources
 from ..rule import Rule, RuleResult
 from ._data import sample_data
 
@@ -60,6 +60,7 @@ class Case:
             contamination_ref = [contamination_ref]
         self.contamination_ref = [os.fspath(p) for p in contamination_ref or []]
         self._loaded: tuple[Corpus, dict[str, pa.Table], Any] | None = None
+        self._resources: Resources | None = None
         self._contexts: dict[tuple[int, bool], AuditContext] = {}
         self._one_pass: dict[int, RuleResult] = {}
 
@@ -111,16 +112,22 @@ class Case:
         return out
 
     # -- contexts ---------------------------------------------------------------------------------
+    def resources(self, tokenizer: bool = True) -> Resources:
+        """The resources as ``audit()`` resolves them (once per case); ``tokenizer=False``: the
+        word fallback instead of the case's tokenizer."""
+        if self._resources is None:
+            self._resources = resolve_resources(
+                tokenizer=self.tokenizer,
+                reference=self.reference is not None,
+                contamination_ref=self.contamination_ref,
+            )
+        if tokenizer:
+            return self._resources
+        return dataclasses.replace(self._resources, tokenizer=TokenizerHandle.words())
+
     def _bare_context(self, corpus: Corpus, seed: int | None = None, tokenizer: bool = True):
         return AuditContext.from_corpus(
-            corpus,
-            seed=self.seed if seed is None else seed,
-            options={
-                "tokenizer": self.tokenizer if tokenizer else None,
-                "contamination_ref": list(self.contamination_ref),
-                "reference": self.reference,
-                "on_bad_lines": "error",
-            },
+            corpus, seed=self.seed if seed is None else seed, resources=self.resources(tokenizer)
         )
 
     def context(self, *, seed: int | None = None, tokenizer: bool = True) -> AuditContext:
@@ -132,26 +139,22 @@ class Case:
             corpus, _, log = self._load()
             ctx = self._bare_context(corpus, seed, tokenizer)
             ctx.input_log = copy.deepcopy(log)
-            if ctx.options["tokenizer"] is not None:
-                from ..tokenizer import tokenizer_for
-
-                tokenizer_for(ctx)
             base = key == (self.seed, True)
             if base and self.reference is not None and getattr(self.cls, "reference_aware", False):
                 from ..config import AuditConfig
-                from ..reference import build_reference
+                from ..resources.reference import build_reference
 
                 rule = self.rule()
                 if rule.skip_reason(ctx) is None:
-                    ctx.options["_reference"] = build_reference(
+                    sketches = build_reference(
                         self.reference, [rule], AuditConfig(columns=self.columns), ctx
                     )
+                    ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
             self._contexts[key] = ctx
         ctx = self._contexts[key]
         return dataclasses.replace(
             ctx,
             splits={n: dataclasses.replace(s) for n, s in ctx.splits.items()},
-            options=dict(ctx.options),
             input_log=copy.deepcopy(ctx.input_log),
         )
 
@@ -171,7 +174,7 @@ class Case:
     def fold(rule: Rule, ctx: AuditContext, batches: Batches, state: Any = None) -> Any:
         state = rule.start(ctx) if state is None else state
         for split, offset, rb in batches:
-            state = rule.update(state, Batch(split, rb, offset, ctx.roles, ctx.splits[split].kind))
+            state = rule.update(state, ctx.batch(split, rb, offset))
         return state
 
     @staticmethod

@@ -14,7 +14,6 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from ..features import Batch
 from ._case import Case, ConformanceSkip, canonical
 from ._compare import first_difference
 from ._io_guard import record_io
@@ -198,7 +197,7 @@ def check_batch_not_mutated(case: Case) -> None:
     for split, offset, rb in case.batches(32):
         before = rb.to_pylist()
         kind = ctx.splits[split].kind
-        batch = Batch(split, rb, offset, ctx.roles, kind)
+        batch = ctx.batch(split, rb, offset)
         state = rule.update(state, batch)
         assert rb.to_pylist() == before, f"{case.code}: update() changed the input batch"
         assert batch.data is rb and (batch.split, batch.offset, batch.kind) == (
@@ -206,7 +205,7 @@ def check_batch_not_mutated(case: Case) -> None:
             offset,
             kind,
         ), f"{case.code}: update() replaced the batch's data, split, offset or kind"
-        fresh = Batch(split, rb, offset, ctx.roles, kind)
+        fresh = ctx.batch(split, rb, offset)
         for (name, params), value in list(batch._cache.items()):
             again = fresh.feature(name, **dict(params))
             diff = first_difference(value, again, f"{name}{dict(params) or ''}")

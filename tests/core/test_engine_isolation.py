@@ -384,9 +384,12 @@ def test_resources_that_cannot_reach_the_workers_are_a_usage_error_naming_worker
     from dataaudit.context import AuditContext
     from dataaudit.corpus import load_corpus
     from dataaudit.errors import ConfigError
+    from dataaudit.resources import ReferenceSketches, Resources
 
     corpus = load_corpus(ROWS)
-    ctx = AuditContext.from_corpus(corpus, options={"tokenizer": lambda text: text.split()})
+    # e.g. a plugin's reference sketch holding a function
+    sketches = ReferenceSketches({"PLG001": {"splits": {}, "key": lambda text: text}})
+    ctx = AuditContext.from_corpus(corpus, resources=Resources(reference=sketches))
     state = engine.start([(crashy.CountRows(), crashy.CountRows.severity)], ctx)
     with pytest.raises(ConfigError, match=r"workers=2: .* cannot be sent .*run with workers=1"):
         engine.scan_parallel(state, corpus.stream(10), ctx, workers=2)

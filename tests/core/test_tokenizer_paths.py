@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dataaudit import tokenizer as tk
 from dataaudit.cli import main
-from dataaudit.tokenizer import TokenizerError, resolve_tokenizer
+from dataaudit.resources import tokenizer as tk
+from dataaudit.resources.tokenizer import TokenizerError, resolve_tokenizer
 
 
 @pytest.fixture()

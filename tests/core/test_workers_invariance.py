@@ -56,11 +56,8 @@ def _timeless(value: Any) -> Any:
     return value
 
 
-def _run(monkeypatch, data, *, workers: int, batch_size: int, **kwargs) -> tuple[str, Any]:
+def _run(data, *, workers: int, batch_size: int, **kwargs) -> tuple[str, Any]:
     """The report as JSON text without its timings and run settings, and the report."""
-    import dataaudit.tokenizer
-
-    monkeypatch.setattr(dataaudit.tokenizer, "_HANDLES", {})  # as in a fresh process
     report = audit(data, workers=workers, batch_size=batch_size, **kwargs)
     body = _timeless(report.to_dict())
     # recorded for provenance, outside the config hash
@@ -86,8 +83,8 @@ def test_every_rule_gives_the_same_report_for_any_workers(
             "MIX001": {"recipe": {"fortunes": 0.6, "pydoc": 0.3, "glossary": 0.1}},
         },
     )
-    parallel, p_report = _run(monkeypatch, data, workers=2, batch_size=40, **options)
-    serial, s_report = _run(monkeypatch, data, workers=1, batch_size=333, **options)
+    parallel, p_report = _run(data, workers=2, batch_size=40, **options)
+    serial, s_report = _run(data, workers=1, batch_size=333, **options)
     assert parallel == serial
     assert p_report.flags().equals(s_report.flags())
 
@@ -113,8 +110,8 @@ def test_token_drift_names_words_found_in_workers(monkeypatch, data, fixtures_di
         for split in ("train", "validation")
     }
     options = dict(select=["TOK001"], reference=reference, rules={"TOK001": {"min_count": 2}})
-    parallel, report = _run(monkeypatch, data, workers=2, batch_size=64, **options)
-    serial, _ = _run(monkeypatch, data, workers=1, batch_size=64, **options)
+    parallel, report = _run(data, workers=2, batch_size=64, **options)
+    serial, _ = _run(data, workers=1, batch_size=64, **options)
     assert parallel == serial
     comparisons = report.to_dict()["results"][-1]["details"]["comparisons"]
     assert {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dataaudit import audit
-from dataaudit.chat_template import ChatTemplate, TemplateRejected
+from dataaudit.resources.chat_template import ChatTemplate, TemplateRejected
 
 # ChatML, as many tokenizer_config.json files carry it; it refuses roles it does not know
 CHATML = (

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from dataaudit.errors import DataAuditError
-from dataaudit.tokenizer import TokenizerError, resolve_tokenizer
+from dataaudit.resources.tokenizer import TokenizerError, resolve_tokenizer
 
 
 def test_tokenizer_object_path_and_duck_typed_agree(bpe, bpe_path):
@@ -88,7 +88,7 @@ def test_unknown_table_marks_unk(bpe):
 
 
 def test_hub_name_uses_the_local_cache_and_fails_fast_offline(monkeypatch, bpe_path):
-    from dataaudit import tokenizer as tk
+    from dataaudit.resources import tokenizer as tk
 
     def never(*a, **k):
         raise AssertionError("must not go to the network")

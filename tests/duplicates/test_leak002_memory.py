@@ -11,8 +11,9 @@ import pytest
 
 from dataaudit.context import AuditContext
 from dataaudit.corpus import load_corpus
-from dataaudit.features import Batch
-from dataaudit.rules.leakage.contamination import NgramContamination, _ngrams
+from dataaudit.features.minhash import ngram_hashes
+from dataaudit.resources import Benchmark
+from dataaudit.rules.leakage.contamination import NgramContamination
 from dataaudit.sketches import ngram_index
 from dataaudit.sketches.ngram_index import NgramIndex
 
@@ -111,14 +112,13 @@ def test_above_the_budget_only_the_bloom_filter_is_kept(small_steps):
 
 def _context(data: dict[str, list[dict]]) -> tuple[Any, AuditContext]:
     corpus = load_corpus(data)
-    options = {"tokenizer": None, "contamination_ref": [], "reference": None}
-    return corpus, AuditContext.from_corpus(corpus, seed=0, options=options)
+    return corpus, AuditContext.from_corpus(corpus, seed=0)
 
 
 def _fold(rule, ctx, corpus, batch_size: int):
     state, offsets = rule.start(ctx), {}
     for split, rb in corpus.stream(batch_size):
-        batch = Batch(split, rb, offsets.get(split, 0), ctx.roles, ctx.splits[split].kind)
+        batch = ctx.batch(split, rb, offsets.get(split, 0))
         offsets[split] = offsets.get(split, 0) + rb.num_rows
         state = rule.update(state, batch)
     return state
@@ -171,19 +171,24 @@ def test_eval_side_keeps_less_than_its_text_and_finds_the_same_rows():
     assert all(e["span_words"] == 20 for e in finding.examples)
 
 
-def test_finish_hashes_eval_text_as_the_shared_feature_does():
+def test_eval_text_and_benchmarks_hash_as_the_shared_feature_does():
     rows = [
         {"text": "Ｆｕｌｌ width, «quoted» text — with Punctuation!! and Straße " * 5},
         {"text": ""},
     ]
     corpus, ctx = _context({"train": rows, "test": rows})
     for split, rb in corpus.stream(8):
-        batch = Batch(split, rb, 0, ctx.roles, ctx.splits[split].kind)
-        mine = _ngrams(batch.normalized, 13)
+        batch = ctx.batch(split, rb, 0)
+        mine = ngram_hashes(batch.normalized, 13)  # what finish hashes again from kept text
         shared = batch.feature("ngram_hashes", ngram=13)
         assert len(shared.hashes) > 0
         assert np.array_equal(mine.hashes, shared.hashes)
         assert np.array_equal(mine.per_row, shared.per_row)
+        # a benchmark file's items (raw text) hash to the same n-grams as the dataset's rows
+        hashes, owner = Benchmark("b.jsonl", batch.text.cast(pa.large_string())).ngrams(13)
+        order = np.argsort(shared.hashes, kind="stable")
+        assert np.array_equal(hashes, shared.hashes[order])
+        assert np.array_equal(owner, shared.row[order])
 
 
 @pytest.mark.parametrize("protocol", [4, 5])

@@ -432,3 +432,33 @@ def test_diff_to_html_and_the_cli_flag(fixture_report, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith("<!DOCTYPE html>") and "REGRESSED" in captured.out
     assert "TOK001" in captured.err  # the text account moved to stderr
+
+
+def test_diff_page_shows_tolerances_worse_and_suppressed():
+    page = render_diff_html(
+        {
+            "regressed": False,
+            "fail_on": "warn",
+            "tolerance": {"relative": 0.05, "noise_sigmas": 3.0},
+            "metrics": [
+                {"code": "MIX001", "name": "source_mix_v", "split": "test", "old": 0.045,
+                 "new": 0.048, "delta": 0.003, "relative": 0.06, "direction": "lower",
+                 "verdict": "worse", "tolerance": 0.0024, "basis": "relative", "threshold": 0.1},
+                {"code": "TOK001", "name": "js", "split": "test", "old": 0.0074, "new": 0.0075,
+                 "delta": 0.0001, "relative": 0.01, "direction": "lower", "verdict": "within",
+                 "tolerance": 0.002, "basis": "noise"},
+            ],
+            "findings": [
+                {"code": "DUP001", "fingerprint": "DUP001-" + "a" * 16, "state": "new",
+                 "severity": "warn", "message": "accepted", "split": "train", "old_count": 0,
+                 "new_count": 2, "suppressed": True},
+            ],
+        }
+    )  # fmt: skip
+    worse = re.search(r'<tr data-status="worse">(.*?)</tr>', page, re.S).group(1)
+    assert "±0.0024" in worse and "(relative)" in worse and "0.1" in worse
+    # a metric within its tolerance is folded away with the unchanged ones
+    details = page[page.index("<details><summary>1 metrics") :]
+    assert '<tr data-status="within">' in details and "(noise)" in details
+    assert "suppressed by the baseline" in page
+    assert "new findings count from severity warn" in page

@@ -101,6 +101,8 @@ def num(value: Any) -> str:
             return f"{value:.3g}"
         if value.is_integer():
             return f"{value:,.0f}"
+        if abs(value) < 1:
+            return f"{value:.3g}"  # 3 significant digits: 0.358, 0.0029
         digits = max(0, 4 - len(str(int(abs(value)))))  # 4 significant digits, at least 0 dp
         return f"{value:,.{digits}f}".rstrip("0").rstrip(".")
     return esc_plain(value, 200)
@@ -231,6 +233,7 @@ padding:1px 6px;border-radius:10px;color:#fff;text-transform:uppercase;vertical-
 .s-improved{background:var(--pass)}.s-regressed{background:var(--fail)}.s-changed{background:var(--info)}
 .s-unchanged,.s-persisting{background:var(--skipped)}.s-new{background:var(--fail)}
 .s-resolved{background:var(--pass)}.s-added,.s-removed{background:var(--info)}
+.s-worse{background:var(--warn)}.s-within{background:var(--skipped)}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import badge, esc, fmt_metric, num, page, severity_of, value_text
+from ._base import badge, esc, fmt_metric, is_number, num, page, pct, severity_of, value_text
 
 __all__ = ["render_diff_html"]
 
 _MAX_ROWS = 400
 #: change kinds, worst first: the filter's choices and the badges' colours (CSS classes s-*)
-_KINDS = ("regressed", "new", "changed", "added", "removed", "improved", "resolved",
-          "persisting", "unchanged")  # fmt: skip
-_QUIET = ("unchanged", "persisting")
+_KINDS = ("regressed", "new", "worse", "changed", "added", "removed", "improved", "resolved",
+          "within", "persisting", "unchanged")  # fmt: skip
+_QUIET = ("within", "persisting", "unchanged")
 
 
 def _kind(value: Any) -> str:
@@ -57,6 +57,19 @@ def _side(d: dict[str, Any]) -> str:
     )
 
 
+def _judged(diff: dict[str, Any]) -> str:
+    """What the verdict was judged by: fail_on for new findings, the metrics' tolerances."""
+    parts = []
+    if diff.get("fail_on"):
+        parts.append(f"new findings count from severity {esc(diff['fail_on'], 20)}")
+    tol = diff.get("tolerance") or {}
+    if is_number(tol.get("relative")):
+        parts.append(f"metrics may move {pct(tol['relative'])} of their value")
+    if is_number(tol.get("noise_sigmas")):
+        parts.append(f"or {num(tol['noise_sigmas'])} standard errors of their noise")
+    return "<br>judged by: " + ", ".join(parts) if parts else ""
+
+
 def render_diff_html(diff: dict[str, Any]) -> str:
     """``ReportDiff.to_dict()`` as one self-contained HTML page."""
     regressed = bool(diff.get("regressed"))
@@ -67,7 +80,7 @@ def render_diff_html(diff: dict[str, Any]) -> str:
         f"{'REGRESSED' if regressed else 'no regression'}</span>"
         f'<span class="muted">{"changes found" if diff.get("has_changes") else "no changes"}'
         "</span></div>",
-        f'<p class="meta">old: {_side(old)}<br>new: {_side(new)}</p>',
+        f'<p class="meta">old: {_side(old)}<br>new: {_side(new)}{_judged(diff)}</p>',
     ]
     reasons = [str(x) for x in diff.get("regressions") or []]
     if reasons:
@@ -135,6 +148,8 @@ def _findings(diff: dict[str, Any]) -> str:
             f"{num(old_c)} → {num(new_c)}" if k not in ("new", "resolved") else num(new_c or old_c)
         )
         sev_text = esc(sev)
+        if f.get("suppressed"):
+            sev_text += ' <span class="muted small">(suppressed by the baseline)</span>'
         if f.get("old_severity") and f.get("old_severity") != f.get("severity"):
             sev_text = f"{esc(f.get('old_severity'), 20)} → {sev_text}"
         rows.append((k, f' data-severity="{sev}"',
@@ -171,9 +186,20 @@ def _metrics(diff: dict[str, Any]) -> str:
                      f"<td>{esc(name, 100)}</td><td>{esc(m.get('split') or '—', 100)}</td>"
                      f'<td class="num">{_v(m.get("old"), name)} → {_v(m.get("new"), name)}</td>'
                      f'<td class="num">{delta_text}</td><td class="num">{rel_text}</td>'
+                     f'<td class="num">{_tolerance(m)}</td><td class="num">{_v(m.get("threshold"), name)}</td>'
                      f"<td>{esc(m.get('direction'), 20)} is better</td>"))  # fmt: skip
-    headers = ["change", "rule", "metric", "split", "old → new", "delta", "relative", "direction"]
+    headers = ["change", "rule", "metric", "split", "old → new", "delta", "relative", "tolerance",
+               "threshold", "direction"]  # fmt: skip
     return "<section><h2>Metrics</h2>" + _table(headers, rows, "metrics") + "</section>"
+
+
+def _tolerance(m: dict[str, Any]) -> str:
+    """How far the metric could move and count as unchanged, and where that came from."""
+    tol = m.get("tolerance")
+    if tol is None:
+        return "—"
+    basis = f' <span class="muted">({esc(m.get("basis"), 20)})</span>' if m.get("basis") else ""
+    return f"±{_v(tol, m.get('name'))}{basis}"
 
 
 def _splits(diff: dict[str, Any]) -> str:

@@ -9,10 +9,10 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import match_reference_split, pair_label, reference_sketch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Flag, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...stats import chi2_contingency, js_divergence
+from .._drift import DriftRule, pair_label, reference_matches, reference_sketch, unmatched_note
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 from . import _conflicts, _probe, _sample
@@ -63,7 +63,7 @@ def _describe_shifts(shifts: list[tuple[Any, float]], top: int = 3) -> str:
     return ", ".join(f"{c!r} {d:+.1%}" for c, d in shifts[:top])
 
 
-class ClassBalance(Rule):
+class ClassBalance(DriftRule):
     """Class counts and shares per split, missing classes, label drift, and the per-class table.
 
     What it does:
@@ -124,7 +124,6 @@ class ClassBalance(Rule):
     groups = ("default", "labels")
     severity = Severity.WARN
     requires = ("label",)
-    reference_aware = True
 
     def __init__(
         self,
@@ -260,7 +259,7 @@ class ClassBalance(Rule):
             self._split_findings(result, ctx, name, splits[name], train)
         if train is not None:
             self._missing_and_drift(result, ctx, splits, train, names)
-        comparisons, notes, ref_shares = self._vs_reference(result, ctx, splits, train)
+        comparisons, notes, ref_shares = self._vs_reference(result, ctx, splits)
 
         n_classes = len(all_classes)
         result.metric("classes", n_classes, Direction.NONE)
@@ -301,7 +300,7 @@ class ClassBalance(Rule):
 
     # -- against a reference (audit(new, reference=old)) ----------------------------------------
     def _vs_reference(
-        self, result: RuleResult, ctx: AuditContext, splits: dict[str, Any], train: str | None
+        self, result: RuleResult, ctx: AuditContext, splits: dict[str, Any]
     ) -> tuple[dict[str, Any], list[str], dict[str, dict[str, float | None]]]:
         comparisons: dict[str, Any] = {}
         notes: list[str] = []
@@ -319,14 +318,11 @@ class ClassBalance(Rule):
         if reason is not None:
             self._ref_skipped(result, notes, f"reference comparison skipped: {reason}")
             return comparisons, notes, ref_shares
-        ref_splits = ref["splits"]
-        kinds = ref.get("kinds", {}) if isinstance(ref.get("kinds"), dict) else {}
-        for split in sorted(splits, key=lambda s: (s != train, s)):
-            base = match_reference_split(ctx, split, ref_splits, kinds)
+        for split, base in reference_matches(ctx, ref, splits):
             if base is None:
-                notes.append(f"reference comparison: no reference split matches {split!r}")
+                notes.append(unmatched_note(split))
                 continue
-            rb = ref_splits[base]
+            rb = ref["splits"][base]
             label = pair_label("reference", base, split)
             if not isinstance(rb, dict) or not isinstance(rb.get("counts"), dict):
                 notes.append(f"{label}: skipped (the reference sketch of {base!r} is malformed)")

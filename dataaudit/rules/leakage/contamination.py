@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ...context import AuditContext
-from ...errors import InputError
 from ...features import Batch
-from ...features.minhash import words_only
-from ...features.normalize import normalize_array
+from ...features.minhash import ngram_hashes, words_only
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from ...sketches.minhash import Shingles, shingle
+from ...sketches.minhash import Shingles
 from ...sketches.ngram_index import NgramIndex
 from .._columns import append, merge_splits
 from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
 
-NGRAM_SEED = 13  # the seed of the shared "ngram_hashes" feature
 ZSTD_LEVEL = 3  # eval text: about a third of its size for prose, ~150 MB/s
-
-
-def _ngrams(normalized: pa.Array, n: int) -> Shingles:
-    """What the ``ngram_hashes`` feature computes, for text the rule kept itself."""
-    return shingle(words_only(normalized), n, "word", NGRAM_SEED, short="none")
 
 
 def _pack(text: pa.Array) -> bytes:
@@ -74,25 +65,6 @@ def _longest_runs(hit: np.ndarray, row: np.ndarray, nrows: int) -> np.ndarray:
     return out
 
 
-def _ref_text(rb: pa.RecordBatch, path: Path) -> pa.Array:
-    names = rb.schema.names
-    if "text" in names:
-        col = rb.column("text")
-    else:
-        strings = [
-            n
-            for n, t in zip(names, rb.schema.types)
-            if pa.types.is_string(t) or pa.types.is_large_string(t)
-        ]
-        if not strings:
-            raise InputError(
-                f"{path}: no text column; a contamination reference needs a 'text' column "
-                "(or any string column) with one benchmark item per row."
-            )
-        col = rb.column(strings[0])
-    return col.cast(pa.large_string())
-
-
 class NgramContamination(Rule):
     """Eval rows and benchmark items that share a long word n-gram (default 13) with the data.
 
@@ -120,8 +92,9 @@ class NgramContamination(Rule):
         switches. New n-grams wait until there are 4M (32 MB) or 1/16 of the index, whichever is
         more; folding them in takes about as much again for a moment. Eval splits keep only their
         normalized text, zstd-compressed (about a third of its size for prose); ``finish``
-        hashes it again one batch at a time. Reference files are read once at the start (16
-        bytes per n-gram and their text) and each batch is checked against them as it streams.
+        hashes it again one batch at a time. Reference files are read once by the audit, before
+        the scan (their text and 16 bytes per n-gram), and each batch is checked against them as
+        it streams.
         On top of that comes the working memory of one batch (its text, normalized text and
         n-gram hashes, 8 bytes per word); with ``workers``, the main process also holds up to
         2 x workers chunk states on their way to being merged (at most 16k rows each, their
@@ -169,42 +142,22 @@ class NgramContamination(Rule):
 
     def skip_reason(self, ctx: AuditContext) -> str | None:
         reason = super().skip_reason(ctx)
-        if reason is None and not ctx.eval_splits() and not ctx.options.get("contamination_ref"):
+        if reason is None and not ctx.eval_splits() and not ctx.resources.benchmarks:
             return "needs a train split and a validation/test split, or contamination_ref files"
         return reason
 
     # -- state ---------------------------------------------------------------------------------
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         n = int(self.ngram)
-        refs = []
-        for p in ctx.options.get("contamination_ref") or []:
-            path = Path(p)
-            from ...readers import file_batches
-
-            parts = [_ref_text(rb, path) for rb in file_batches(path)(4096)]
-            text = (
-                pa.chunked_array(parts, pa.large_string()).combine_chunks()
-                if parts
-                else pa.array([], pa.large_string())
-            )
-            sh = _ngrams(normalize_array(text), n)
-            order = np.argsort(sh.hashes, kind="stable")
-            refs.append(
-                {
-                    "name": path.name,
-                    "rows": len(text),
-                    "hash": sh.hashes[order],
-                    "owner": sh.row[order],
-                    "text": text,
-                    "first": sh.offsets(),
-                }
-            )
+        for bench in ctx.resources.benchmarks:
+            bench.ngrams(n)  # hashed once per audit; workers get them hashed with the context
         bits = max(64, int(self.bloom_mb) * 8 * 1024 * 1024)
         return {
-            "origin": state_origin(self, ctx),
+            "origin": state_origin(
+                self, ctx, benchmarks=[(b.name, b.rows) for b in ctx.resources.benchmarks]
+            ),
             "train": ctx.train_split(),
             "index": NgramIndex(int(self.max_index_ngrams), bits),
-            "refs": refs,
             "hits": [],
             "splits": {},
         }
@@ -212,8 +165,9 @@ class NgramContamination(Rule):
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         n = int(self.ngram)
         train = batch.split == state["train"]
+        benchmarks = batch.resources.benchmarks
         sh: Shingles | None = None
-        if train or state["refs"]:
+        if train or benchmarks:
             sh = batch.feature("ngram_hashes", ngram=n)
         if train:
             state["index"].add(sh.hashes)
@@ -226,20 +180,17 @@ class NgramContamination(Rule):
             append(state, batch.split, **cols)
         if sh is None:
             return state
-        if state["refs"] and len(sh.hashes):
+        if benchmarks and len(sh.hashes):
             first = sh.offsets()
             norm = None
-            for fi, ref in enumerate(state["refs"]):
-                idx = np.searchsorted(ref["hash"], sh.hashes)
-                idx = np.minimum(idx, max(len(ref["hash"]) - 1, 0))
-                hit = (
-                    (ref["hash"][idx] == sh.hashes)
-                    if len(ref["hash"])
-                    else np.zeros(len(idx), bool)
-                )
+            for fi, bench in enumerate(benchmarks):
+                hashes, owner = bench.ngrams(n)
+                idx = np.searchsorted(hashes, sh.hashes)
+                idx = np.minimum(idx, max(len(hashes) - 1, 0))
+                hit = (hashes[idx] == sh.hashes) if len(hashes) else np.zeros(len(idx), bool)
                 for row in np.unique(sh.row[hit]):
                     sel = np.flatnonzero(hit & (sh.row == row))
-                    ref_rows = sorted({int(ref["owner"][idx[s]]) for s in sel})
+                    ref_rows = sorted({int(owner[idx[s]]) for s in sel})
                     if norm is None:
                         norm = batch.normalized
                     span, words = _span(norm[int(row)].as_py(), (sel - first[row]).tolist(), n)
@@ -277,7 +228,7 @@ class NgramContamination(Rule):
             id_parts = sp.get("ids") or [None] * len(sp.get("offset", []))
             for offset, blob, ids in zip(sp.get("offset", []), sp.get("text", []), id_parts):
                 norm = _unpack(blob)
-                sh = _ngrams(norm, n)
+                sh = ngram_hashes(norm, n)
                 hit = index.contains(sh.hashes)
                 first = sh.offsets()
                 bad = np.unique(sh.row[hit])
@@ -333,26 +284,26 @@ class NgramContamination(Rule):
 
     def _refs(self, state, ctx, result, details, shown_max) -> None:
         n = int(self.ngram)
-        for fi, ref in enumerate(state["refs"]):
+        for fi, ref in enumerate(ctx.resources.benchmarks):
             hits = sorted((h for h in state["hits"] if h[2] == fi), key=lambda h: (h[0], h[1]))
             ref_rows = sorted({r for h in hits for r in h[3]})
-            rate = len(ref_rows) / ref["rows"] if ref["rows"] else 0.0
-            result.metric(f"ref_contaminated_rows[{ref['name']}]", len(ref_rows), Direction.LOWER)
+            rate = len(ref_rows) / ref.rows if ref.rows else 0.0
+            result.metric(f"ref_contaminated_rows[{ref.name}]", len(ref_rows), Direction.LOWER)
             for split, row, _, rr, _, w, row_id in hits:
                 kind = ctx.splits[split].kind if split in ctx.splits else "other"
                 result.flags.append(
                     Flag(
                         split,
                         row,
-                        f"ref:{ref['name']}:{rr[0]}",
-                        f"{n}-gram overlap with {ref['name']} row {rr[0]}",
+                        f"ref:{ref.name}:{rr[0]}",
+                        f"{n}-gram overlap with {ref.name} row {rr[0]}",
                         action="drop" if kind == "train" else "review",
                         score=w,
                         id=row_id,
                     )
                 )
-            details[f"ref:{ref['name']}"] = {
-                "rows": ref["rows"],
+            details[f"ref:{ref.name}"] = {
+                "rows": ref.rows,
                 "contaminated_rows": len(ref_rows),
             }
             if not ref_rows:
@@ -363,12 +314,12 @@ class NgramContamination(Rule):
             result.findings.append(
                 Finding(
                     message=(
-                        f"{ref['name']}: {len(ref_rows)} of {ref['rows']} benchmark rows "
+                        f"{ref.name}: {len(ref_rows)} of {ref.rows} benchmark rows "
                         f"({rate:.1%}) share a {n}-word span with the data ("
                         + ", ".join(f"{s}: {c} rows" for s, c in sorted(by_split.items()))
                         + ")"
                     ),
-                    key=f"ref:{ref['name']}:{n}",
+                    key=f"ref:{ref.name}:{n}",
                     count=len(ref_rows),
                     examples=[
                         ctx.example(
@@ -377,7 +328,7 @@ class NgramContamination(Rule):
                         for split, row, _, rr, span, w, _ in hits[:shown_max]
                     ],
                     data={
-                        "reference": ref["name"],
+                        "reference": ref.name,
                         "ref_rows": ref_rows,
                         "dataset_rows": [[h[0], h[1]] for h in hits[:1000]],
                         "rate": rate,

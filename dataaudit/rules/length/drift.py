@@ -8,15 +8,14 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import close_comparisons, comparison_plan, pair_label, rounded
-from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...stats import ks_binned, psi, quantile_groups, wasserstein_binned
-from ...tokenizer import tokenizer_for
+from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
 from .._origin import check_origin, state_origin
 
 
-class LengthDrift(Rule):
+class LengthDrift(DriftRule):
     """Token-length distributions that differ between train and eval splits, or across versions.
 
     What it does:
@@ -56,7 +55,6 @@ class LengthDrift(Rule):
     groups = ("default", "length", "drift")
     severity = Severity.WARN
     requires = ("text",)
-    reference_aware = True
 
     def __init__(
         self,
@@ -81,7 +79,7 @@ class LengthDrift(Rule):
             raise ValueError(f"min_rows={self.min_rows} must be at least 2")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,

@@ -11,7 +11,6 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
-from ...tokenizer import tokenizer_for
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
@@ -88,7 +87,7 @@ class LengthOutliers(Rule):
             raise ValueError("min_rows and max_flags must be at least 1")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,

@@ -9,7 +9,6 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from ...tokenizer import tokenizer_for
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
@@ -75,7 +74,7 @@ class Truncation(Rule):
         return super().skip_reason(ctx)
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         roles = ctx.roles
         has_prompt = not roles.text and bool(roles.messages or (roles.prompt and roles.response))
         templated = tok.chat_template is not None and bool(roles.messages) and not roles.text

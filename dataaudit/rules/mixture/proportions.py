@@ -11,17 +11,16 @@ import pyarrow.compute as pc
 from ...context import AuditContext
 from ...errors import ConfigError
 from ...features import Batch
-from ...reference import comparison_plan, pair_label
-from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...stats import chi2_contingency
-from ...tokenizer import tokenizer_for
+from .._drift import DriftRule, comparison_plan, pair_label
 from .._origin import check_origin, state_origin
 
 NO_SOURCE = "(no source)"
 
 
-class MixtureProportions(Rule):
+class MixtureProportions(DriftRule):
     """Is the data mixture what you meant? Source shares per split, against a declared recipe.
 
     What it does:
@@ -59,7 +58,6 @@ class MixtureProportions(Rule):
     groups = ("default", "mixture", "drift")
     severity = Severity.WARN
     requires = ("source",)
-    reference_aware = True
 
     def __init__(
         self,
@@ -110,7 +108,7 @@ class MixtureProportions(Rule):
                 "MIX001: a mixture recipe is configured but the dataset has no source column; "
                 "name it with source=COLUMN (--column source=COLUMN) or remove the recipe."
             )
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,

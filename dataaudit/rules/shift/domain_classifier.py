@@ -9,10 +9,16 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import close_comparisons, comparison_plan, pair_label
-from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.sampling import BottomK, row_keys
 from ...stats import auc_confidence_interval
+from .._drift import (
+    DriftRule,
+    close_comparisons,
+    compares_versions,
+    comparison_plan,
+    pair_label,
+)
 from .._origin import check_origin, state_origin
 
 _KEEP_CHARS = 1000
@@ -23,7 +29,7 @@ def _sample_state(seed: int) -> int:
     return (seed * 0xD1B54A32D192ED03 + 0x632BE59BD9B4E019) & (2**64 - 1)
 
 
-class DomainShift(Rule):
+class DomainShift(DriftRule):
     """Train–test shift measured by how well a classifier separates the splits.
 
     What it does:
@@ -62,7 +68,6 @@ class DomainShift(Rule):
     groups = ("default", "shift", "drift")
     severity = Severity.WARN
     requires = ("text",)
-    reference_aware = True
 
     def __init__(
         self,
@@ -88,7 +93,7 @@ class DomainShift(Rule):
         reason = super().skip_reason(ctx)
         if reason:
             return reason
-        if not ctx.eval_splits() and ctx.options.get("reference") is None:
+        if not ctx.eval_splits() and not compares_versions(ctx):
             return "needs a train split and a validation/test split, or a reference (reference=)"
         return None
 

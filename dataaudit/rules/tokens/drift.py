@@ -8,12 +8,11 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...reference import close_comparisons, comparison_plan, pair_label, rounded
-from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.hashing import splitmix64
 from ...sketches.histogram import CountVector
 from ...stats import js_divergence, js_terms
-from ...tokenizer import get_handle, tokenizer_for
+from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
 from .._origin import check_origin, state_origin
 
 
@@ -25,7 +24,7 @@ def half_of(rows: np.ndarray, seed: int) -> np.ndarray:
 _NAME_CHARS = 80  # a token shown as evidence is cut to this many characters
 
 
-class TokenDrift(Rule):
+class TokenDrift(DriftRule):
     """Unigram token distributions that differ between train and eval splits, or across versions.
 
     What it does:
@@ -70,7 +69,6 @@ class TokenDrift(Rule):
     groups = ("default", "tokens", "drift")
     severity = Severity.WARN
     requires = ("text",)
-    reference_aware = True
 
     def __init__(
         self,
@@ -93,7 +91,7 @@ class TokenDrift(Rule):
             raise ValueError("min_count >= 1, min_rows >= 4, top_tokens >= 0")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
@@ -224,7 +222,7 @@ class TokenDrift(Rule):
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         unit = state["unit"]
-        handle = get_handle(state["tok"])
+        handle = ctx.resources.tokenizer_named(state["tok"])
         result = RuleResult(
             thresholds={
                 "min_js": self.min_js,

@@ -9,7 +9,6 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from ...tokenizer import get_handle, tokenizer_for
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
@@ -58,14 +57,14 @@ class UnknownTokens(Rule):
         reason = super().skip_reason(ctx)
         if reason:
             return reason
-        if ctx.options.get("tokenizer") is None:
+        if not ctx.resources.tokenizer.given:
             return (
                 "needs a tokenizer (tokenizer= / --tokenizer): the word fallback has no vocabulary"
             )
         return None
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = tokenizer_for(ctx)
+        tok = ctx.resources.tokenizer
         return {
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
@@ -79,7 +78,7 @@ class UnknownTokens(Rule):
         return {"tokens": 0, "unknown": 0, "rows_with": 0, "flags": [], "worst": []}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        handle = get_handle(state["tok"])
+        handle = batch.resources.tokenizer_named(state["tok"])
         s = state["splits"].setdefault(batch.split, self._empty())
         toks = batch.feature("tokens", tokenizer=state["tok"])
         lengths = np.maximum(toks.lengths, 0)
@@ -137,7 +136,7 @@ class UnknownTokens(Rule):
         return out
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
-        handle = get_handle(state["tok"])
+        handle = ctx.resources.tokenizer_named(state["tok"])
         result = RuleResult(
             thresholds={"max_rate": self.max_rate, "max_row_rate": self.max_row_rate},
             details={"tokenizer": state["tok"], "can_produce_unknown": handle.can_produce_unknown},

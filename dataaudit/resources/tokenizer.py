@@ -1,39 +1,34 @@
-"""Loading the audit's tokenizer once, and a deterministic fallback when there is none.
+"""The audit's tokenizer: loaded once by ``audit()``, and a deterministic fallback without one.
 
 ``audit(ds, tokenizer=...)`` accepts a path to ``tokenizer.json`` (or a folder holding one), a
 ``tokenizers.Tokenizer``, any object with a ``backend_tokenizer`` (a transformers fast tokenizer,
 duck-typed: transformers is never imported), a Hugging Face Hub name, or None. None selects the
 built-in fallback: whitespace-separated words, and every report labels the unit ``"words"``.
 
-A resolved tokenizer is a :class:`TokenizerHandle`, kept in a module-level registry under a
-content key (a hash of the tokenizer's JSON). The key is what travels: rules store it in their
-state and ask ``batch.feature("tokens", tokenizer=key)``, so every rule shares one tokenization per
-batch and states stay plain data. Thread settings are explicit: the Rust thread pool size comes
-from ``RAYON_NUM_THREADS`` (set here to the CPU count unless the user set it) and truncation and
-padding are switched off on a private copy, so lengths are the full lengths.
+A resolved tokenizer is a :class:`TokenizerHandle`; it reaches rules as
+``ctx.resources.tokenizer`` and features as ``batch.resources.tokenizer``. Its key (a hash of the
+tokenizer's JSON) is what rules keep in their states and pass to features
+(``batch.feature("tokens", tokenizer=key)``), so every rule shares one tokenization per batch and
+states stay plain data. A handle pickles with its tokenizer's JSON and chat template: a worker
+process gets it whole and never reads the tokenizer's files again. Thread settings are explicit:
+the Rust thread pool size comes from ``RAYON_NUM_THREADS`` (set here to the CPU count unless the
+user set it) and truncation and padding are switched off on a private copy, so lengths are the
+full lengths.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, close_matches
-from .hub import hub_reachable as _hub_reachable
+from ..errors import ConfigError, close_matches
+from ..hub import hub_reachable as _hub_reachable
 
-__all__ = [
-    "WORDS_KEY",
-    "TokenizerError",
-    "TokenizerHandle",
-    "get_handle",
-    "resolve_tokenizer",
-    "tokenizer_for",
-]
+__all__ = ["WORDS_KEY", "TokenizerError", "TokenizerHandle", "resolve_tokenizer"]
 
 WORDS_KEY = "words"
 #: hash buckets of the word fallback's "vocabulary" (fixed memory for unigram counts)
@@ -89,6 +84,16 @@ class TokenizerHandle:
             "vocab_size": self.vocab_size,
             "chat_template": self.chat_template.describe() if self.chat_template else None,
         }
+
+    @classmethod
+    def words(cls) -> TokenizerHandle:
+        """The built-in fallback: whitespace words hashed into buckets (no files, no state)."""
+        return cls(WORDS_KEY, "built-in whitespace words (no tokenizer given)")
+
+    @property
+    def given(self) -> bool:
+        """A real tokenizer, not the word fallback."""
+        return self.tokenizer is not None
 
     @property
     def can_produce_unknown(self) -> bool:
@@ -170,10 +175,6 @@ class TokenizerHandle:
         return buckets[indices], lengths, (buckets, uniques)
 
 
-_HANDLES: dict[str, TokenizerHandle] = {}
-_HANDLES_LOCK = threading.Lock()
-
-
 def _set_threads() -> None:
     # The Rust pool reads this once, at first parallel use; respect a value the user set.
     os.environ.setdefault("RAYON_NUM_THREADS", str(os.cpu_count() or 1))
@@ -191,33 +192,17 @@ def _from_tokenizer(tok: Any, name: str, template: Any = None) -> TokenizerHandl
         except ValueError as exc:
             raise TokenizerError(f"tokenizer {name}: {exc}.") from None
         key += "-tpl-" + template.hash  # the same tokens measured through another template
-    with _HANDLES_LOCK:
-        handle = _HANDLES.get(key)
-        if handle is None:
-            copy = Tokenizer.from_str(blob)  # never change the caller's object
-            copy.no_truncation()
-            copy.no_padding()
-            handle = TokenizerHandle(key, name, copy, template)
-            _HANDLES[key] = handle
-    return handle
-
-
-def _words() -> TokenizerHandle:
-    with _HANDLES_LOCK:
-        handle = _HANDLES.get(WORDS_KEY)
-        if handle is None:
-            handle = TokenizerHandle(WORDS_KEY, "built-in whitespace words (no tokenizer given)")
-            _HANDLES[WORDS_KEY] = handle
-    return handle
+    copy = Tokenizer.from_str(blob)  # never change the caller's object
+    copy.no_truncation()
+    copy.no_padding()
+    return TokenizerHandle(key, name, copy, template)
 
 
 def resolve_tokenizer(spec: Any) -> TokenizerHandle:
     """A handle for ``spec`` (see the module docstring); raises :class:`TokenizerError`."""
     if spec is None:
-        return _words()
+        return TokenizerHandle.words()
     if isinstance(spec, TokenizerHandle):
-        with _HANDLES_LOCK:
-            _HANDLES.setdefault(spec.key, spec)
         return spec
     _set_threads()
     from tokenizers import Tokenizer
@@ -350,25 +335,3 @@ def _cached_hub_file(repo: str, filename: str = "tokenizer.json") -> str | None:
         return hf_hub_download(repo, filename, local_files_only=True)
     except Exception:
         return None
-
-
-def get_handle(key: str) -> TokenizerHandle:
-    handle = _HANDLES.get(key)
-    if handle is None:
-        if key == WORDS_KEY:
-            return _words()
-        raise TokenizerError(
-            f"tokenizer {key!r} is not loaded in this process; resolve it with "
-            "dataaudit.tokenizer.resolve_tokenizer() first."
-        )
-    return handle
-
-
-def tokenizer_for(ctx: Any) -> TokenizerHandle:
-    """The audit's tokenizer, resolved once and cached in ``ctx.options['_tokenizer']``."""
-    key = ctx.options.get("_tokenizer")
-    if key is not None and key in _HANDLES:
-        return _HANDLES[key]
-    handle = resolve_tokenizer(ctx.options.get("tokenizer"))
-    ctx.options["_tokenizer"] = handle.key
-    return handle
