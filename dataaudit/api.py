@@ -76,6 +76,7 @@ def audit(
     require_rules: list[str] | str | None = None,
     require_roles: list[str] | str | None = None,
     extra_rules: list[type[Rule]] | None = None,
+    baseline: str | os.PathLike | None = None,
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -90,6 +91,8 @@ def audit(
     ``require_roles`` are column roles the data must have (InputError before the scan).
     ``extra_rules``: Rule classes to run in this audit as if installed (select them by code,
     prefix or group like any rule; with ``workers`` > 1 they must live in an importable module).
+    ``baseline``: a file of accepted findings (``dataaudit baseline``): they are reported as
+    suppressed and do not count towards a rule's status or the gate.
     """
     t0 = time.perf_counter()
     unknown = sorted(set(columns) - set(ROLE_NAMES))
@@ -119,7 +122,13 @@ def audit(
         on_bad_lines=on_bad_lines,
         require_rules=require_rules,
         require_roles=require_roles,
+        baseline=os.fspath(baseline) if baseline is not None else None,
     )
+    accepted = None
+    if cfg.baseline is not None:  # read before the scan: a bad file fails in a second
+        from .report.baseline import load_baseline
+
+        accepted = load_baseline(cfg.baseline)
     built, plugin_errors = resolve_rules(cfg, extra_rules)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=cfg.on_bad_lines)
     check_required_roles(cfg, corpus)
@@ -166,6 +175,8 @@ def audit(
         plugin_errors=plugin_errors,
         seconds=time.perf_counter() - t0,
         resources=ctx.resources.describe(),
+        files=corpus.files,
+        baseline=accepted,
     )
 
 

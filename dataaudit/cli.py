@@ -1,4 +1,4 @@
-"""dataaudit audit | diff | rules | explain | schema | clean.
+"""dataaudit audit | diff | baseline | rules | explain | schema | clean.
 
 Exit codes: 0 passed, 1 gate failed (or a diff regressed with --fail-on-regression),
 2 usage / input / config error, 3 internal error.
@@ -48,6 +48,24 @@ def _parse_option(text: str) -> tuple[str, str, Any]:
 
 
 OUTPUTS = (("json", "--json"), ("html", "--html"), ("flags", "--flags"), ("junit", "--junit"))
+OUTPUT_FORMATS = ("text", "json", "github", "sarif", "junit", "markdown")
+
+
+def _parse_tolerance(text: str) -> tuple[str, float | str]:
+    from .config import parse_tolerance
+    from .errors import ConfigError
+
+    key, sep, raw = text.partition("=")
+    if not sep:
+        raise ConfigError(
+            f"--tolerance {text!r}: expected CODE.METRIC=VALUE, e.g. TOK001.js=0.005 or "
+            "LBL003.label_cramers_v=10%."
+        )
+    try:
+        value: float | str = float(raw)
+    except ValueError:
+        value = raw.strip()
+    return parse_tolerance(key, value, "--tolerance")
 
 
 def _read_by_audit(out: str, specs: list[str]) -> str | None:
@@ -88,6 +106,8 @@ def _check_outputs(args: argparse.Namespace, reads: list[str]) -> None:
 
     outputs = [(opt, getattr(args, attr)) for attr, opt in OUTPUTS if getattr(args, attr)]
     to_stdout = [opt for opt, path in outputs if writes_stdout(path)]
+    if args.output_format != "text":
+        to_stdout.append(f"--output-format {args.output_format}")
     if len(to_stdout) > 1:
         raise ConfigError(
             f"{' and '.join(to_stdout)} all write to stdout (-); only one output can go to stdout, "
@@ -129,7 +149,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     reads += [p for p in (args.reference, config, args.tokenizer) if p]
     _check_outputs(args, reads)
     # with a report on stdout, the summary goes to stderr so stdout stays one valid document
-    console = sys.stderr if any(writes_stdout(getattr(args, a)) for a, _ in OUTPUTS) else sys.stdout
+    to_stdout = any(writes_stdout(getattr(args, a)) for a, _ in OUTPUTS)
+    console = sys.stderr if to_stdout or args.output_format != "text" else sys.stdout
     progress = not args.no_progress and sys.stderr.isatty()
     report = audit(
         data,
@@ -149,6 +170,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         on_bad_lines=args.on_bad_lines,
         require_rules=_csv(args.require_rules),
         require_roles=_csv(args.require_roles),
+        baseline=args.baseline,
         **{r: getattr(args, r) for r in ROLE_NAMES if getattr(args, r) is not None},
     )
     # the verdict stands even if a reader closes stdout early (``| head``): see main()
@@ -169,6 +191,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
             written.append(path)
         except OSError as exc:  # checked before the scan; a full disk can still happen
             failed.append(f"{opt} {path}: could not be written ({exc.strerror or exc})")
+    if args.output_format != "text":
+        formats = {
+            "json": lambda: report.to_json() + "\n",
+            "github": report.to_github,
+            "sarif": report.to_sarif,
+            "junit": report.to_junit,
+            "markdown": report.to_markdown,
+        }
+        sys.stdout.write(formats[args.output_format]())
+        sys.stdout.flush()
     if not args.quiet:
         color = console.isatty() and "NO_COLOR" not in os.environ
         print(report.summary(color=color), file=console)
@@ -305,7 +337,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .errors import ConfigError
     from .report.diff import diff
 
-    console = sys.stdout
+    tolerances = dict(_parse_tolerance(t) for t in args.tolerance or [])
+    console = sys.stdout if args.format == "text" else sys.stderr
     if args.json:
         check_output_path(args.json, "--json")
         reason = _read_by_audit(args.json, [args.old, args.new])
@@ -313,7 +346,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--json {args.json}: it is a report being compared; write the diff elsewhere."
             )
-        console = sys.stderr if writes_stdout(args.json) else sys.stdout
+        if writes_stdout(args.json) and args.format != "text":
+            raise ConfigError(
+                f"--json - and --format {args.format} both write to stdout; give --json a file."
+            )
+        console = sys.stderr if writes_stdout(args.json) else console
     if args.html:  # a page like the report's: what got worse first
         check_output_path(args.html, "--html")
         if _read_by_audit(args.html, [args.old, args.new]):
@@ -325,14 +362,38 @@ def cmd_diff(args: argparse.Namespace) -> int:
             if json_out or getattr(args, "format", "text") != "text":
                 raise ConfigError("--html - and another output both write to stdout: give a file.")
             console = sys.stderr
-    result = diff(args.old, args.new)
+    result = diff(args.old, args.new, tolerances=tolerances, fail_on=args.fail_on)
     if args.json:
         result.to_json(args.json)
     if args.html:
         result.to_html(args.html)
-    print(result.summary(), file=console)
+    if args.format == "json":
+        sys.stdout.write(result.to_json() + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(result.to_markdown())
+    if not args.quiet:
+        print(result.summary(), file=console)
     if args.fail_on_regression and result.regressed:
         return EXIT_GATE
+    return EXIT_OK
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from ._io import atomic_write_text, check_output_path
+    from .errors import ConfigError
+    from .report.baseline import baseline_json
+    from .report.model import Report
+
+    text = baseline_json(Report.load(args.report).data)
+    if args.output and args.output != "-":
+        check_output_path(args.output, "--output")
+        if os.path.realpath(args.output) == os.path.realpath(args.report):
+            raise ConfigError(
+                f"--output {args.output}: it is the report; write the baseline elsewhere."
+            )
+        atomic_write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -410,6 +471,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--junit", metavar="FILE", help="write JUnit XML (one test case per rule) for CI"
     )
+    p.add_argument(
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+        default="text",
+        help="what to print on stdout: text (the summary, default), json (the report), github "
+        "(workflow annotations at each flagged record's file and line), sarif (SARIF 2.1.0), "
+        "junit, markdown (a job summary); other than text, the summary goes to stderr",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="accepted findings (`dataaudit baseline`): reported as suppressed, not counted",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; use the exit code")
     p.set_defaults(func=cmd_audit)
@@ -419,8 +493,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("new")
     p.add_argument("--json", metavar="FILE", help="write the diff as JSON")
     p.add_argument("--html", metavar="FILE", help="write the diff as a self-contained HTML page")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="what to print on stdout: text (default), json, or markdown (a pull-request "
+        "comment; the text account then goes to stderr unless -q)",
+    )
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        metavar="CODE.METRIC=VALUE",
+        help="how far a metric may move and count as unchanged: an amount in its units or N%% "
+        "of its value (over the pack's tolerances:), e.g. TOK001.js=0.005",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=Severity.fail_on_choices(),
+        help="the severity from which a new finding is a regression (default: the new report's)",
+    )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 if anything regressed")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no text account (only a --format output)"
+    )
     p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser(
+        "baseline",
+        help="write the findings of a report as accepted (for audit --baseline)",
+        description="Print a baseline of accepted findings: every finding of REPORT by "
+        "fingerprint. `dataaudit audit ... --baseline FILE` then reports those findings as "
+        "suppressed and leaves them out of the rules' statuses and the gate.",
+    )
+    p.add_argument("report", metavar="REPORT", help="a report JSON (`dataaudit audit --json`)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it here instead of stdout")
+    p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("rules", help="list the available rules")
     p.add_argument("--json", action="store_true")

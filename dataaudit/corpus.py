@@ -61,6 +61,9 @@ class Corpus:
     log: InputLog = field(default_factory=InputLog)
     schema: pa.Schema | None = None  # the union over splits; roles were chosen from it
     given_roles: dict[str, str] = field(default_factory=dict)
+    #: per split, the files its rows came from, in order, as streamed: ``{path, format, rows}``
+    #: (CI annotations turn a split's row into a file's row or line)
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def stream(self, batch_size: int) -> Iterator[tuple[str, pa.RecordBatch]]:
         """(split, batch) pairs, each split's rows in input order."""
@@ -69,12 +72,19 @@ class Corpus:
             for name, split in self.splits.items():
                 self.log.current_split = name
                 row = 0
-                for origin, source in split.iter_parts():
+                files = self.files[name] = []
+                paths = split.paths if len(split.paths) == len(split.iter_parts()) else []
+                for part, (origin, source) in enumerate(split.iter_parts()):
+                    start = row
                     for rb in source(batch_size):
                         if rb.num_rows:
                             rb = shape.conform(rb, name, row, origin)
                             row += rb.num_rows
                             yield name, rb
+                    if paths:
+                        path = paths[part]
+                        fmt = readers.file_format(path)
+                        files.append({"path": str(path), "format": fmt, "rows": row - start})
             self.log.current_split = None
             shape.close()
             return

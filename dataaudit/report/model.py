@@ -23,9 +23,12 @@ if TYPE_CHECKING:
     from ..config import AuditConfig
     from ..context import AuditContext
     from ..identity import SplitIdentity
+    from .baseline import Baseline
 
 
-def _result_dict(outcome: RuleOutcome, fail_on: Severity, max_examples: int) -> dict[str, Any]:
+def _result_dict(
+    outcome: RuleOutcome, fail_on: Severity, max_examples: int, accepted: Baseline | None
+) -> dict[str, Any]:
     status = outcome.status(fail_on)
     rule, res = outcome.rule, outcome.result
     out: dict[str, Any] = {
@@ -50,17 +53,21 @@ def _result_dict(outcome: RuleOutcome, fail_on: Severity, max_examples: int) -> 
     out["flagged_rows"] = len({(f.split, f.row) for f in res.flags})
     findings = []
     for f in res.findings:
+        fingerprint = f.fingerprint(rule.code)
         findings.append(
             {
-                "fingerprint": f.fingerprint(rule.code),
+                "fingerprint": fingerprint,
                 "severity": (f.severity or outcome.severity).value,
                 "message": f.message,
                 "split": f.split,
                 "count": int(f.count),
                 "examples": f.examples[:max_examples],
                 "data": f.data,
+                "suppressed": accepted is not None and fingerprint in accepted,
             }
         )
+    if any(f["suppressed"] for f in findings) and status not in (Status.ERROR, Status.SKIPPED):
+        out["status"] = _status([f["severity"] for f in findings if not f["suppressed"]], fail_on)
     findings.sort(
         key=lambda d: (
             -Severity(d["severity"]).rank,
@@ -71,6 +78,14 @@ def _result_dict(outcome: RuleOutcome, fail_on: Severity, max_examples: int) -> 
     )
     out["findings"] = findings
     return out
+
+
+def _status(severities: list[str], fail_on: Severity) -> str:
+    """A rule's status from the severities of the findings that count (as RuleOutcome.status)."""
+    worst = max((Severity(s) for s in severities), key=lambda s: s.rank, default=None)
+    if worst is None or worst.rank < Severity.WARN.rank:
+        return Status.PASS.value
+    return (Status.FAIL if worst.rank >= fail_on.rank else Status.WARN).value
 
 
 def _json_safe(value: Any) -> Any:
@@ -97,8 +112,9 @@ def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: st
     reasons = []
     for r in results:
         if r["status"] == "fail":
-            worst = max((f["severity"] for f in r["findings"]), key=lambda v: Severity(v).rank)
-            n = sum(f["severity"] == worst for f in r["findings"])
+            counted = [f for f in r["findings"] if not f.get("suppressed")]
+            worst = max((f["severity"] for f in counted), key=lambda v: Severity(v).rank)
+            n = sum(f["severity"] == worst for f in counted)
             reasons.append(
                 f"{r['code']} failed: {n} {worst} finding{'s' * (n != 1)} (fail_on={fail_on})"
             )
@@ -136,15 +152,20 @@ class Report:
         plugin_errors: list[str],
         seconds: float,
         resources: dict[str, Any] | None = None,
+        files: Mapping[str, list[dict[str, Any]]] | None = None,
+        baseline: Baseline | None = None,
     ) -> Report:
         """The report of one audit, from what any engine hands over: each rule's outcome and
         each split's identity (rows, columns, content hash) as read. ``stopped``: why the scan
         ended before the end of the input, if it did; ``resources``: what the audit resolved and
-        used (the tokenizer: name, hash, vocabulary size and chat template), for provenance."""
+        used (the tokenizer: name, hash, vocabulary size and chat template), for provenance;
+        ``files``: per split, the files its rows came from in order (``{path, format, rows}``),
+        so CI annotations can point at a file's line; ``baseline``: accepted findings, reported
+        as suppressed and left out of the statuses and the gate."""
         from .. import __version__
 
         fail_on = Severity.parse(config.fail_on)
-        results = [_result_dict(o, fail_on, config.max_examples) for o in outcomes]
+        results = [_result_dict(o, fail_on, config.max_examples, baseline) for o in outcomes]
         results.sort(key=lambda r: r["code"])
         counts = {s.value: 0 for s in Status}
         for r in results:
@@ -158,10 +179,16 @@ class Report:
         passed = not reasons
         flags = collect_flags(outcomes)
         splits = {
-            name: {"kind": ctx.splits[name].kind, **identity[name].to_dict()}
+            name: {
+                "kind": ctx.splits[name].kind,
+                **identity[name].to_dict(),
+                "files": list((files or {}).get(name, [])),
+            }
             for name in ctx.splits
             if name in identity
         }
+        found = {f["fingerprint"] for r in results for f in r["findings"]}
+        suppressed = sum(f["suppressed"] for r in results for f in r["findings"])
         data = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "dataaudit", "version": __version__},
@@ -177,11 +204,21 @@ class Report:
                 "required_roles": list(config.require_roles),
                 "reasons": reasons,
                 "scan_stopped": stopped,
+                "baseline": None
+                if baseline is None
+                else {
+                    "path": baseline.path,
+                    "accepted": len(baseline.findings),
+                    "suppressed": suppressed,
+                    # accepted findings this audit did not find: fixed, or their evidence changed
+                    "stale": len(set(baseline.findings) - found),
+                },
             },
             "summary": {
                 "rules": len(results),
                 **counts,
                 "flagged_rows": flags.select("split", "row").n_unique(),
+                "suppressed": suppressed,
             },
             "results": results,
             "resources": {"tokenizer": None, **(resources or {})},
@@ -329,6 +366,28 @@ class Report:
         if path is not None:
             atomic_write_text(path, text)
         return text
+
+    def to_sarif(self, path: str | Path | None = None) -> str:
+        """SARIF 2.1.0 for code-scanning services: rule docs, fingerprints, file locations."""
+        from .sarif import render_sarif, rule_metadata
+
+        log = render_sarif(self.data, rule_metadata([r["code"] for r in self.results]))
+        text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    def to_github(self) -> str:
+        """GitHub Actions annotations, one per flagged example, at its file and line."""
+        from .github import render_github
+
+        return render_github(self.data)
+
+    def to_markdown(self) -> str:
+        """A compact Markdown summary (a CI job summary)."""
+        from .markdown import render_markdown
+
+        return render_markdown(self.data)
 
     def summary(self, *, color: bool = False) -> str:
         from .text import render_summary

@@ -13,8 +13,10 @@ from typing import Any
 from ..rule import ACTIONS, Direction, Severity, Status
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
-# 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer)
-SCHEMA_VERSION = "1.3"
+# 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer);
+# 1.4: findings "suppressed" by a baseline (gate.baseline, summary.suppressed), the "files" of
+# each split, and a metric's optional "noise"
+SCHEMA_VERSION = "1.4"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -93,7 +95,14 @@ def report_schema() -> dict[str, Any]:
             "value": number,
             "direction": {"enum": [d.value for d in Direction]},
             "unit": {"type": ["string", "null"]},
-        }
+            "noise": {
+                "type": "number",
+                "minimum": 0,
+                "description": "how far the value moves by sampling noise alone (when the rule "
+                "knows it): a diff calls smaller moves unchanged",
+            },
+        },
+        required=["name", "split", "value", "direction", "unit"],
     )
     example = {
         "type": "object",
@@ -114,6 +123,11 @@ def report_schema() -> dict[str, Any]:
             "count": {"type": "integer", "minimum": 0},
             "examples": {"type": "array", "items": example},
             "data": {"type": "object"},
+            "suppressed": {
+                "type": "boolean",
+                "description": "accepted in the audit's baseline: listed, but left out of the "
+                "rule's status and the gate",
+            },
         }
     )
     result = _obj(
@@ -141,6 +155,18 @@ def report_schema() -> dict[str, Any]:
                 "items": _obj({"name": {"type": "string"}, "type": {"type": "string"}}),
             },
             "content_hash": {"type": "string", "pattern": "^xxh3:[0-9a-f]{16}$"},
+            "files": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "path": {"type": "string"},
+                        "format": {"type": "string"},
+                        "rows": {"type": "integer", "minimum": 0},
+                    }
+                ),
+                "description": "the files the split's rows came from, in order, with their row "
+                "counts (empty when the rows did not come from files in order)",
+            },
         }
     )
     role = _obj({"column": {"type": "string"}, "detected": {"type": "boolean"}})
@@ -178,10 +204,26 @@ def report_schema() -> dict[str, Any]:
                         "required_roles": {"type": "array", "items": {"type": "string"}},
                         "reasons": {"type": "array", "items": {"type": "string"}},
                         "scan_stopped": {"type": ["string", "null"]},
+                        "baseline": {
+                            **_obj(
+                                {
+                                    "path": {"type": "string"},
+                                    "accepted": {"type": "integer", "minimum": 0},
+                                    "suppressed": {"type": "integer", "minimum": 0},
+                                    "stale": {"type": "integer", "minimum": 0},
+                                }
+                            ),
+                            "type": ["object", "null"],
+                        },
                     }
                 ),
                 "summary": _obj(
-                    {"rules": {"type": "integer"}, **counts, "flagged_rows": {"type": "integer"}}
+                    {
+                        "rules": {"type": "integer"},
+                        **counts,
+                        "flagged_rows": {"type": "integer"},
+                        "suppressed": {"type": "integer", "minimum": 0},
+                    }
                 ),
                 "results": {"type": "array", "items": result},
                 "resources": _obj({"tokenizer": _tokenizer_schema()}),
