@@ -365,7 +365,7 @@ def _hostile(report: dataaudit.Report) -> dict:
     tok = next(r for r in data["results"] if r["code"] == "TOK001")
     for c in tok["details"]["comparisons"].values():
         c["over"][0]["token"] = text + HUGE
-    data["gate"]["reasons"].append(text + HUGE)
+    data["gate"]["reasons"] += [text + HUGE] * 30
     data["plugin_errors"] = [text + HUGE]
     return data
 
@@ -384,6 +384,11 @@ def test_hostile_text_stays_inert_and_bounded(browser, reports, tmp_path):
     body = browser.evaluate("document.body.innerText")
     assert "<script>document.documentElement" in body and "javascript:" in body
     assert browser.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    # thirty long gate reasons do not push the failing rules off the first screen
+    bottom = browser.evaluate(
+        "document.querySelector('#attention tbody tr').getBoundingClientRect().bottom"
+    )
+    assert bottom <= HEIGHT
 
 
 def test_the_checks_would_see_a_script_that_ran(browser, reports, tmp_path):

@@ -72,8 +72,9 @@ def _header(data: dict[str, Any]) -> str:
     )
     out = ["<header><h1>dataaudit report</h1>", verdict]
     if reasons and not passed:
-        items = "".join(f'<li><span class="text">{esc(r, 500)}</span></li>' for r in reasons[:20])
-        more = f"<li>… {len(reasons) - 20} more</li>" if len(reasons) > 20 else ""
+        # a few lines, so the table of failing rules below stays on the first screen
+        items = "".join(f'<li><span class="text">{esc(r, 300)}</span></li>' for r in reasons[:6])
+        more = f"<li>… {len(reasons) - 6} more</li>" if len(reasons) > 6 else ""
         out.append(f'<ul class="reasons">{items}{more}</ul>')
     out.append(_dataset_line(data))
     out.append("</header>")
@@ -115,7 +116,7 @@ def _filters(data: dict[str, Any], splits: list[str]) -> str:
         for sev in SEVERITY_CLASS
     )
     options = "".join(
-        f'<option value="{i}">{esc_plain(s, 80)}</option>' for i, s in enumerate(splits)
+        f'<option value="{i}">{esc_plain(s, 40)}</option>' for i, s in enumerate(splits)
     )
     return (
         '<div id="filters" hidden>'
@@ -359,12 +360,11 @@ def render_html(data: dict[str, Any]) -> str:
     splits = splits[:200]
     split_index = {s: i for i, s in enumerate(splits)}
     verdict = "PASSED" if data.get("passed") else "FAILED"
-    body = [_header(data)]
+    body = [_header(data), _filters(data, splits), _attention(results)]
     errors = data.get("plugin_errors") or []
     if errors:
         items = "".join(f'<li><span class="text">{esc(e, 1000)}</span></li>' for e in errors[:20])
         body.append(f'<section><h2>Plugin errors</h2><ul class="reasons">{items}</ul></section>')
-    body += [_filters(data, splits), _attention(results)]
     tail = _dataset(data)
     used = sum(map(len, body)) + len(tail) + 40_000  # the page shell, CSS and script
     sections = []
