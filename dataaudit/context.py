@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .corpus import Corpus
     from .features import Batch
     from .inputs.notes import InputLog
-    from .inputs.roles import Roles
+    from .rule import Roles
 
 
 @dataclass

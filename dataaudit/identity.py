@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from .readers import TYPE_MARKER_PREFIX
+from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
 
 _MASK = (1 << 64) - 1

@@ -613,7 +613,7 @@ def _plain(rb: pa.RecordBatch, columns: list[str] | None) -> pa.RecordBatch:
     """The batch without the readers' type markers (and, given, only ``columns``)."""
     import pyarrow as pa
 
-    from .readers import TYPE_MARKER_PREFIX
+    from .rule import TYPE_MARKER_PREFIX
 
     names = [
         n

@@ -42,6 +42,42 @@ __all__ = [
 ROLE_NAMES = ("text", "prompt", "input", "response", "messages", "label", "source", "id")
 #: the roles whose column holds plain text (``messages`` holds a chat)
 TEXT_ROLES = ("text", "prompt", "input", "response")
+#: prefix of the companion columns that mark values a reader kept as JSON text because their type
+#: differed from the rest of their column (``__dataaudit_type__text``: "int"); part of the batch
+#: contract between readers and features
+TYPE_MARKER_PREFIX = "__dataaudit_type__"
+
+
+@dataclass
+class Roles:
+    """Which column plays which part. ``None`` means the dataset has no such column."""
+
+    text: str | None = None
+    prompt: str | None = None
+    input: str | None = None
+    response: str | None = None
+    messages: str | None = None
+    label: str | None = None
+    source: str | None = None
+    id: str | None = None
+    detected: dict[str, bool] = field(default_factory=dict)  # role -> was it auto-detected
+
+    def has(self, role: str) -> bool:
+        if role == "text":  # a text view can be rendered from chat or prompt/response
+            return bool(self.text or self.messages or self.prompt or self.response)
+        if role == "input":  # what a label is predicted from
+            return bool(self.text or self.messages or self.prompt)
+        return getattr(self, role, None) is not None
+
+    def columns(self) -> dict[str, str]:
+        return {r: getattr(self, r) for r in ROLE_NAMES if getattr(self, r) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            r: {"column": getattr(self, r), "detected": self.detected.get(r, False)}
+            for r in ROLE_NAMES
+            if getattr(self, r) is not None
+        }
 
 
 class Severity(str, enum.Enum):

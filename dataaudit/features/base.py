@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..readers import TYPE_MARKER_PREFIX
 from ..resources import Resources
+from ..rule import TYPE_MARKER_PREFIX
 
 if TYPE_CHECKING:
-    from ..inputs.roles import Roles
+    from ..rule import Roles
 
 FeatureFn = Callable[..., Any]
 _FEATURES: dict[str, FeatureFn] = {}

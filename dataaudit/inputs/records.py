@@ -19,6 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..rule import TYPE_MARKER_PREFIX
+
 __all__ = [
     "TYPE_MARKER_PREFIX",
     "iter_records",
@@ -28,7 +30,6 @@ __all__ = [
     "replace_surrogates",
 ]
 
-TYPE_MARKER_PREFIX = "__dataaudit_type__"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError)
 

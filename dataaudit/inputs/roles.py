@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 
 from ..errors import InputError, close_matches
-from ..rule import ROLE_NAMES, TEXT_ROLES
-from .records import TYPE_MARKER_PREFIX
+from ..rule import ROLE_NAMES, TEXT_ROLES, TYPE_MARKER_PREFIX, Roles
 
 __all__ = ["ROLE_HINTS", "Roles", "column_names", "detect_roles", "split_kind"]
 
@@ -30,38 +27,6 @@ ROLE_HINTS: dict[str, tuple[str, ...]] = {
     "id": ("id", "idx", "uid", "uuid", "_id", "example_id", "row_id", "doc_id"),
     "text": ("text", "content", "document", "sentence", "body", "raw_text", "passage", "doc"),
 }
-
-
-@dataclass
-class Roles:
-    """Which column plays which part. ``None`` means the dataset has no such column."""
-
-    text: str | None = None
-    prompt: str | None = None
-    input: str | None = None
-    response: str | None = None
-    messages: str | None = None
-    label: str | None = None
-    source: str | None = None
-    id: str | None = None
-    detected: dict[str, bool] = field(default_factory=dict)  # role -> was it auto-detected
-
-    def has(self, role: str) -> bool:
-        if role == "text":  # a text view can be rendered from chat or prompt/response
-            return bool(self.text or self.messages or self.prompt or self.response)
-        if role == "input":  # what a label is predicted from
-            return bool(self.text or self.messages or self.prompt)
-        return getattr(self, role, None) is not None
-
-    def columns(self) -> dict[str, str]:
-        return {r: getattr(self, r) for r in ROLE_NAMES if getattr(self, r) is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            r: {"column": getattr(self, r), "detected": self.detected.get(r, False)}
-            for r in ROLE_NAMES
-            if getattr(self, r) is not None
-        }
 
 
 _KIND_PATTERNS = (

@@ -15,9 +15,9 @@ from dataaudit.context import AuditContext
 from dataaudit.corpus import load_corpus
 from dataaudit.errors import InputError
 from dataaudit.features import Batch
-from dataaudit.inputs.roles import Roles
 from dataaudit.resources import Resources, resolve_resources
 from dataaudit.resources.tokenizer import resolve_tokenizer
+from dataaudit.rule import Roles
 from dataaudit.rules.leakage.contamination import NgramContamination
 from dataaudit.testing._io_guard import record_io
 
