@@ -47,6 +47,15 @@ def render_github(data: dict[str, Any], locator: Locator | None = None) -> str:
         ]
     )
     lines = []
+    if not data.get("passed"):  # first: GitHub shows only the first ten errors of a step
+        reasons = "; ".join(plain(x, 300) for x in (data.get("gate") or {}).get("reasons", []))
+        lines.append(
+            command(
+                "error",
+                f"gate failed (fail_on={plain(data.get('fail_on'), 10)}): {reasons}",
+                title="dataaudit gate",
+            )
+        )
     for r in results:
         title = plain(f"{r['code']} {r['name']}", 100)
         if r["status"] == "error":
@@ -76,13 +85,4 @@ def render_github(data: dict[str, Any], locator: Locator | None = None) -> str:
                         title=title,
                     )
                 )
-    if not data.get("passed"):
-        reasons = "; ".join(plain(x, 300) for x in (data.get("gate") or {}).get("reasons", []))
-        lines.append(
-            command(
-                "error",
-                f"gate failed (fail_on={plain(data.get('fail_on'), 10)}): {reasons}",
-                title="dataaudit gate",
-            )
-        )
     return "\n".join(lines) + ("\n" if lines else "")

