@@ -95,3 +95,13 @@ def test_the_baseline_lists_every_finding_sorted(accepted):
     assert sorted(fingerprints) == sorted(every) and every
     assert made["findings"] == sorted(made["findings"], key=lambda f: (f["code"], f["fingerprint"]))
     assert made["report"]["config_hash"] == report.data["config"]["hash"]
+
+
+def test_the_baseline_can_come_from_the_config(accepted):
+    path, _ = accepted
+    config = {"select": ["LEAK001", "TXT001"], "baseline": str(path)}
+    report = dataaudit.audit(
+        {"train": [*TRAIN, {"text": LEAKED}], "test": [*TEST, {"text": LEAKED}]}, config=config
+    )
+    assert report.passed and report.data["config"]["baseline"] == str(path)
+    assert report.data["summary"]["suppressed"] == 1

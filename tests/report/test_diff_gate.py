@@ -211,3 +211,19 @@ def test_a_suppressed_new_finding_is_no_regression(base):
     assert [f.state for f in d.findings] == ["new"] and d.findings[0].suppressed
     assert not d.regressed
     assert "(suppressed)" in d.summary()
+
+
+def test_tolerances_in_a_pack_are_checked_when_it_loads(tmp_path):
+    from dataaudit.config import load_config
+
+    pack = tmp_path / "pack.yaml"
+    pack.write_text(
+        "extends: default\ntolerances:\n  TOK001.js: 0.005\n  lbl003.label_cramers_v: 10%\n"
+    )
+    assert load_config(pack).tolerances == {"TOK001.js": 0.005, "LBL003.label_cramers_v": "10%"}
+    pack.write_text("tolerances:\n  js: 0.005\n")
+    with pytest.raises(ConfigError, match="pack.yaml: tolerances: 'js' does not name a metric"):
+        load_config(pack)
+    pack.write_text("tolerances: [TOK001.js]\n")
+    with pytest.raises(ConfigError, match="expected a mapping of CODE.METRIC"):
+        load_config(pack)
