@@ -382,6 +382,10 @@ def test_passing_report_says_passed():
     page = report.to_html()
     assert report.passed
     assert "gate PASSED" in page and "No rule fails or warns" in page
+    assert "2 rules: 2 pass · 0 rows flagged" in page
+    data = copy.deepcopy(report.data)
+    data["summary"].update(rules=1, flagged_rows=1)
+    assert "1 rule: 2 pass · 1 row flagged" in render_html(data)  # not "1 rules", "1 rows"
 
 
 def test_the_notebook_summary_is_still_compact(fixture_report):
@@ -458,7 +462,25 @@ def test_diff_page_shows_tolerances_worse_and_suppressed():
     worse = re.search(r'<tr data-status="worse">(.*?)</tr>', page, re.S).group(1)
     assert "±0.0024" in worse and "(relative)" in worse and "0.1" in worse
     # a metric within its tolerance is folded away with the unchanged ones
-    details = page[page.index("<details><summary>1 metrics") :]
+    details = page[page.index("<details><summary>1 metric unchanged") :]
     assert '<tr data-status="within">' in details and "(noise)" in details
     assert "suppressed by the baseline" in page
     assert "new findings count from severity warn" in page
+
+
+def test_findings_suppressed_by_a_baseline_are_shown_as_such(tmp_path):
+    from dataaudit.report.baseline import baseline_json
+
+    rows = [{"text": f"row number {i} of the set"} for i in range(8)] + [{"text": ""}] * 2
+    first = dataaudit.audit(rows, select=["TXT001"], fail_on="warn")
+    accepted = tmp_path / "accepted.json"
+    accepted.write_text(baseline_json(first.data), encoding="utf-8")
+    report = dataaudit.audit(rows, select=["TXT001"], fail_on="warn", baseline=accepted)
+    page = report.to_html()
+    assert report.passed and "gate PASSED" in page
+    # the accepted finding is still on the page, marked, and the verdict line says why it passed
+    finding = re.search(r'<div class="finding suppressed"[^>]*>(.*?)</div>', page, re.S)
+    assert finding and "empty or whitespace-only" in finding.group(1)
+    assert "(suppressed by the baseline)" in finding.group(1)
+    verdict = page[page.index('id="verdict"') : page.index("</header>")]
+    assert "1 finding suppressed by the baseline" in verdict and "1 accepted" in verdict

@@ -33,6 +33,7 @@ __all__ = [
     "num",
     "page",
     "pct",
+    "plural",
     "ratio",
     "status_of",
     "table",
@@ -106,6 +107,11 @@ def num(value: Any) -> str:
         digits = max(0, 4 - len(str(int(abs(value)))))  # 4 significant digits, at least 0 dp
         return f"{value:,.{digits}f}".rstrip("0").rstrip(".")
     return esc_plain(value, 200)
+
+
+def plural(n: Any, word: str, words: str | None = None) -> str:
+    """ "1 row", "2 rows": a count with its noun in the right number."""
+    return f"{num(n)} {word if n == 1 else (words or word + 's')}"
 
 
 def pct(value: float) -> str:
@@ -209,7 +215,8 @@ def table(headers: list[Any], rows: list[list[Any]], *, limit: int = 100, cls: s
         out.append("<tr>" + "".join(_cell(v, k) for v, k in zip(row, keys)) + "</tr>")
     out.append("</tbody></table>")
     if len(rows) > limit:
-        out.append(f'<p class="muted">… {len(rows) - limit:,} more rows in the JSON report</p>')
+        left = plural(len(rows) - limit, "more row")
+        out.append(f'<p class="muted">… {left} in the JSON report</p>')
     return "".join(out)
 
 
@@ -243,7 +250,7 @@ table.problems td:last-child{width:60%}
 .rule.st-fail,.rule.st-error{border-left:6px solid var(--fail)}.rule.st-warn{border-left:6px solid
 var(--warn)}.rule.st-pass{border-left:6px solid var(--pass)}.rule.st-skipped{border-left:6px solid
 var(--skipped)}
-.finding{border-top:1px dashed var(--line);padding:6px 0}.finding.brief{padding:2px 0;border-top:none}
+.finding{border-top:1px dashed var(--line);padding:6px 0}.finding.brief{padding:2px 0;border-top:none}.finding.suppressed{opacity:.6}
 .text{white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,
 Consolas,monospace}
 div.text{max-height:12em;overflow:auto}

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import badge, esc, fmt_metric, is_number, num, page, pct, severity_of, value_text
+from ._base import (
+    badge,
+    esc,
+    fmt_metric,
+    is_number,
+    num,
+    page,
+    pct,
+    plural,
+    severity_of,
+    value_text,
+)
 
 __all__ = ["render_diff_html"]
 
@@ -43,7 +54,8 @@ def _table(headers: list[str], rows: list[tuple[str, str, str]], what: str) -> s
     out = [body(loud) if loud else f'<p class="muted">No {esc(what)} changed.</p>']
     if quiet:
         out.append(
-            f"<details><summary>{len(quiet):,} {esc(what)} unchanged</summary>{body(quiet)}</details>"
+            f"<details><summary>{plural(len(quiet), what[:-1], what)} unchanged</summary>"
+            f"{body(quiet)}</details>"
         )
     return "".join(out)
 

@@ -7,7 +7,7 @@ import difflib
 import re
 from typing import Any
 
-from ._base import esc, fmt_metric, is_number, value_text
+from ._base import esc, fmt_metric, is_number, plural, value_text
 
 __all__ = ["PAIR_RULES", "examples_html"]
 
@@ -97,7 +97,7 @@ def _pairs(examples: list[dict[str, Any]], code: str, split_index: dict[str, int
         )
     left = len(with_text) - 1 - len(rest)
     if left > 0:
-        out.append(f'<p class="muted small">… {left} more rows in the JSON report</p>')
+        out.append(f'<p class="muted small">… {plural(left, "more row")} in the JSON report</p>')
     return "".join(out)
 
 

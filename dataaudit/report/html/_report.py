@@ -20,6 +20,7 @@ from ._base import (
     is_number,
     num,
     page,
+    plural,
     severity_of,
     status_of,
     table,
@@ -48,10 +49,13 @@ def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _severity_counts(findings: list[dict[str, Any]]) -> str:
+    """ "2 error, 1 warn", the findings a baseline accepted counted apart ("3 suppressed")."""
     counts: dict[str, int] = {}
     for f in findings:
-        counts[severity_of(f)] = counts.get(severity_of(f), 0) + 1
-    return ", ".join(f"{counts[s]} {s}" for s in ("error", "warn", "info") if s in counts)
+        key = "suppressed" if f.get("suppressed") else severity_of(f)
+        counts[key] = counts.get(key, 0) + 1
+    order = ("error", "warn", "info", "suppressed")
+    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
 
 
 # -- top of the page ----------------------------------------------------------------------------
@@ -67,8 +71,8 @@ def _header(data: dict[str, Any]) -> str:
         f'<div id="verdict"><span class="verdict {"passed" if passed else "failed"}">'
         f"gate {'PASSED' if passed else 'FAILED'}</span>"
         f'<span class="muted">fail_on={esc(data.get("fail_on"), 20)} · '
-        f"{num(s.get('rules', 0))} rules: {esc(counts)} · "
-        f"{num(s.get('flagged_rows', 0))} rows flagged</span></div>"
+        f"{plural(s.get('rules', 0), 'rule')}: {esc(counts)} · "
+        f"{plural(s.get('flagged_rows', 0), 'row')} flagged{_baseline(gate)}</span></div>"
     )
     out = ["<header><h1>dataaudit report</h1>", verdict]
     if reasons and not passed:
@@ -79,6 +83,18 @@ def _header(data: dict[str, Any]) -> str:
     out.append(_dataset_line(data))
     out.append("</header>")
     return "".join(out)
+
+
+def _baseline(gate: dict[str, Any]) -> str:
+    """What a baseline of accepted findings took out of the verdict (shown, never hidden)."""
+    b = gate.get("baseline")
+    if not isinstance(b, dict):
+        return ""
+    stale = f", {num(b.get('stale'))} no longer found" if b.get("stale") else ""
+    return (
+        f" · {plural(b.get('suppressed', 0), 'finding')} suppressed by the baseline "
+        f"{esc(b.get('path'), 200)} ({num(b.get('accepted', 0))} accepted{stale})"
+    )
 
 
 def _dataset_line(data: dict[str, Any]) -> str:
@@ -135,7 +151,8 @@ def _attention(results: list[dict[str, Any]]) -> str:
         if st not in _ATTENTION:
             continue
         findings = [f for f in r.get("findings") or [] if isinstance(f, dict)]
-        top = esc(findings[0].get("message"), 240) if findings else esc(r.get("message"), 240)
+        counted = [f for f in findings if not f.get("suppressed")] or findings
+        top = esc(counted[0].get("message"), 240) if counted else esc(r.get("message"), 240)
         more = (
             f' <span class="muted">(+{len(findings) - 1} more)</span>' if len(findings) > 1 else ""
         )
@@ -186,8 +203,12 @@ def _finding(
     idx = split_index.get(str(split)) if split is not None else None
     split_attr = f' data-split="{idx}"' if idx is not None else ""
     head = f"{badge(sev, SEVERITY_CLASS[sev])} {esc(f.get('message'), 1000)}"
+    cls = "finding"
+    if f.get("suppressed"):  # accepted in the baseline: shown, but out of the status and gate
+        head += ' <span class="muted small">(suppressed by the baseline)</span>'
+        cls += " suppressed"
     if not full:
-        return f'<div class="finding brief" data-severity="{sev}"{split_attr}>{head}</div>'
+        return f'<div class="{cls} brief" data-severity="{sev}"{split_attr}>{head}</div>'
     data = f.get("data")
     facts = (
         {k: v for k, v in data.items() if not isinstance(v, (list, dict)) or len(v) <= 8}
@@ -197,7 +218,7 @@ def _finding(
     facts_html = f'<div class="muted small">{esc(value_text(facts), 400)}</div>' if facts else ""
     where = f"split {esc(split, 100)} · " if split is not None else ""
     return (
-        f'<div class="finding" data-severity="{sev}"{split_attr}>{head}'
+        f'<div class="{cls}" data-severity="{sev}"{split_attr}>{head}'
         f'<div class="muted small">{where}count {num(f.get("count", 0))} · fingerprint '
         f"{esc(f.get('fingerprint'), 60)}</div>{facts_html}"
         f"{examples_html(f.get('examples'), code, split_index)}</div>"
@@ -278,7 +299,7 @@ def _rule(r: dict[str, Any], ctx: Context, split_index: dict[str, int], budget: 
         f'<h3>{badge(st, st)} {esc(code, 40)} <span class="muted">{esc(r.get("name"), 100)}</span></h3>',
         f'<p class="meta">severity {esc(r.get("severity"), 20)} · {len(findings):,} finding'
         f"{'s' * (len(findings) != 1)}{' (' + _severity_counts(findings) + ')' if findings else ''}"
-        f" · {num(r.get('flagged_rows', 0))} rows flagged · {num(r.get('seconds', 0))} s</p>",
+        f" · {plural(r.get('flagged_rows', 0), 'row')} flagged · {num(r.get('seconds', 0))} s</p>",
     ]
     if r.get("message"):
         head.append(f'<p><span class="text">{esc(r.get("message"), 2000)}</span></p>')
@@ -298,7 +319,7 @@ def _rule(r: dict[str, Any], ctx: Context, split_index: dict[str, int], budget: 
         shown += 1
     if shown < len(findings):
         body.append(
-            f'<p class="muted">… {len(findings) - shown:,} more findings in the JSON report '
+            f'<p class="muted">… {plural(len(findings) - shown, "more finding")} in the JSON report '
             "(the page shows the first ones, worst first, to stay small)</p>"
         )
     rest = [rule_chart(r, ctx), _collapsed(r)]
