@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from dataaudit import audit, engine
+from dataaudit import audit
+from dataaudit.engine import parallel as parallel_engine
 from dataaudit.registry import load_rules
 
 
@@ -72,7 +73,7 @@ def test_every_rule_gives_the_same_report_for_any_workers(
     monkeypatch, data, reference, bpe, fixtures_dir
 ):
     # 900 rows in batches of 40, chunks of 100: several chunks per worker, cut inside batches
-    monkeypatch.setattr(engine, "MIN_CHUNK_ROWS", 100)
+    monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
     options = dict(
         select=["ALL"],
         tokenizer=bpe,
@@ -98,7 +99,7 @@ def test_every_rule_gives_the_same_report_for_any_workers(
 def test_token_drift_names_words_found_in_workers(monkeypatch, data, fixtures_dir):
     """TOK001 without a tokenizer counts hashed word buckets; the words behind the evidence
     come from the rule's state, also for words seen only in a worker or only in the reference."""
-    monkeypatch.setattr(engine, "MIN_CHUNK_ROWS", 100)
+    monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
     # another domain (answers about the Python docs), so most words it shows are only there
     reference = {
         split: [

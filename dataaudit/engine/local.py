@@ -1,0 +1,79 @@
+"""The one-process scan: every batch folds into every active rule, then each rule finishes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from ..context import AuditContext
+from ..identity import SplitIdentity
+from .progress import Progress
+from .reportable import check_result
+from .state import RULE_FAILURES, ScanState, error_message
+
+__all__ = ["finish", "scan"]
+
+
+def scan(
+    state: ScanState,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    ctx: AuditContext,
+    *,
+    offsets: dict[str, int] | None = None,
+    progress: bool = False,
+    total_rows: int | None = None,
+    desc: str = "scanning",
+) -> ScanState:
+    """Fold (split, batch) pairs into every active rule. ``offsets`` start row ids per split;
+    ``desc`` names the stage on the progress bar."""
+    offsets = dict(offsets or {})
+    bar = Progress(progress, total_rows, desc)
+    try:
+        for split, rb in batches:
+            if split not in state.identity:
+                state.identity[split] = SplitIdentity()
+            state.identity[split].update(rb)
+            batch = ctx.batch(split, rb, offsets.get(split, 0))
+            offsets[split] = offsets.get(split, 0) + rb.num_rows
+            for run in state.runs:
+                if not run.active:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    run.state = run.rule.update(run.state, batch)
+                except RULE_FAILURES as exc:
+                    run.error = error_message(exc)
+                    run.state = None
+                run.seconds += time.perf_counter() - t0
+            bar.update(rb.num_rows)
+    finally:
+        bar.close()
+    return state
+
+
+def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> ScanState:
+    """Each active rule's result from its state. Clustering, probes and classifiers run here,
+    often longer than the scan: the progress bar counts the rules and names the running one."""
+    for name, ident in state.identity.items():
+        if name in ctx.splits:
+            ctx.splits[name].num_rows = ident.rows
+    active = [run for run in state.runs if run.active]
+    bar = Progress(progress, len(active), "finishing", unit="rules")
+    try:
+        for run in active:
+            bar.describe(f"finishing {run.rule.code} ({run.rule.name})")
+            t0 = time.perf_counter()
+            try:
+                run.result = run.rule.finish(run.state, ctx)
+            except RULE_FAILURES as exc:
+                run.error = error_message(exc)
+            else:
+                check_result(run)
+            run.seconds += time.perf_counter() - t0
+            run.state = None  # free memory: the result is all the report needs
+            bar.update(1)
+    finally:
+        bar.close()
+    return state
