@@ -306,7 +306,7 @@ def load_corpus(
             f"on_bad_lines={on_bad_lines!r}: use one of {', '.join(BAD_LINE_POLICIES)}."
         )
     reading = Reading(InputLog(), on_bad_lines)
-    if isinstance(data, Mapping) and not _looks_like_record(data):
+    if isinstance(data, Mapping) and not looks_like_columns(data):
         if not data:
             raise InputError("the dict of splits is empty; pass {'train': data, ...}.")
         splits: dict[str, SplitSource] = {}
@@ -394,7 +394,7 @@ def load_corpus(
     return corpus
 
 
-def _looks_like_record(data: Mapping[str, Any]) -> bool:
+def looks_like_columns(data: Mapping[str, Any]) -> bool:
     """{'text': [...], 'label': [...]} is one table of columns, not a dict of splits."""
     values = list(data.values())
     return bool(values) and all(

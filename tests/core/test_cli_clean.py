@@ -185,12 +185,12 @@ def test_refusals_exit_2_and_leave_nothing_behind(fixture_report, tmp_path, caps
 def test_a_copy_that_does_not_read_back_is_not_published(
     fixture_report, tmp_path, monkeypatch, capsys
 ):
-    import dataaudit.remediate as remediate
+    import dataaudit.remediate.copy as remediate_copy
 
     def copy_everything(paths, keep, fmt, on_bad, target):  # a bug: ignores what to drop
         target.write_bytes(b"".join(Path(p).read_bytes() for p in paths))
 
-    monkeypatch.setattr(remediate, "_copy_json_split", copy_everything)
+    monkeypatch.setattr(remediate_copy, "_copy_json_split", copy_everything)
     out = tmp_path / "clean"
     assert main(["clean", str(FIXTURE), "--report", str(fixture_report), "--out", str(out)]) == 2
     assert "does not read back as the rows it should keep" in capsys.readouterr().err
