@@ -1,7 +1,8 @@
 """Plugin-style rules that misbehave, for the engine's isolation tests.
 
 A module of its own, not a test file: spawned worker processes unpickle rules by importing their
-module, and they get the parent's ``sys.path`` (pytest puts this folder on it).
+module, and they get the parent's ``sys.path`` (pytest puts the repository root on it; the test
+scripts run in fresh interpreters put this folder on it).
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import _crashy_rules as crashy
 import jsonschema
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from dataaudit import audit, registry
 from dataaudit.report.schema import report_schema
 from dataaudit.rule import Finding, Flag, Metric, Rule, RuleResult
+from tests.core import _crashy_rules as crashy
 
 HERE = Path(__file__).resolve().parent
 ROWS = [{"text": t} for t in ["hello world", "   ", "caf\ufffd", "ok then"] * 5]

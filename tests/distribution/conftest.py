@@ -4,7 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-from dist_helpers import FIXTURES
+
+from tests.distribution.dist_helpers import FIXTURES
 
 
 def _corpus_lines() -> list[str]:

@@ -3,11 +3,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from dist_helpers import FIXTURES, WORDS_A, WORDS_B, sentences
 
 from dataaudit import audit
 from dataaudit.errors import ConfigError
 from dataaudit.testing import check_rule
+from tests.distribution.dist_helpers import FIXTURES, WORDS_A, WORDS_B, sentences
 
 CLS = FIXTURES / "classification"
 CHAT = FIXTURES / "chat_sft"

@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 import pytest
-from conformance_rules import DropsB, NeedsLabel, NoVerdict, ReadsFile, WordRows
 
 from dataaudit.rules.length.truncation import Truncation
 from dataaudit.rules.tokens.unknown import UnknownTokens
@@ -18,6 +17,7 @@ from dataaudit.testing import (
     first_difference,
     rule_checks,
 )
+from tests.testing.conformance_rules import DropsB, NeedsLabel, NoVerdict, ReadsFile, WordRows
 
 DATA_CHECKS = [c for c in CHECKS if c not in ("options_stored_verbatim", "docstring_sections")]
 

@@ -8,7 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conformance_rules import (
+
+from dataaudit.rule import Rule
+from dataaudit.testing import CHECKS, check_rule
+from tests.testing.conformance_rules import (
     Clamping,
     Connects,
     DropsB,
@@ -24,9 +27,6 @@ from conformance_rules import (
     WordRows,
     ZeroesFeature,
 )
-
-from dataaudit.rule import Rule
-from dataaudit.testing import CHECKS, check_rule
 
 
 def fails(cls: type[Rule], check: str, match: str) -> None:
