@@ -1,9 +1,9 @@
+"""Seeded text the rule tests generate: sentences from two small vocabularies (a shift between
+splits is a change of vocabulary)."""
+
 from __future__ import annotations
 
 import random
-from pathlib import Path
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 WORDS_A = [
     "the",
