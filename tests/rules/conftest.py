@@ -1,20 +1,10 @@
-from __future__ import annotations
+"""The fixture reports the duplicate and leakage tests share (one scan each for the session)."""
 
-import json
-from pathlib import Path
+from __future__ import annotations
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures"
-
-
-@pytest.fixture(scope="session")
-def truth() -> dict:
-    path = FIXTURES / "ground_truth.json"
-    if not path.exists():
-        pytest.skip("fixtures not built")
-    return json.loads(path.read_text())
+from tests import FIXTURES
 
 
 @pytest.fixture(scope="session")
