@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from html.parser import HTMLParser
-from pathlib import Path
 
 import jsonschema
 import polars as pl
@@ -17,8 +16,8 @@ from dataaudit.report import Report
 from dataaudit.report.load import report_problems
 from dataaudit.report.schema import report_schema
 from dataaudit.rule import Flag, Rule, RuleResult
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "classification"
 COLUMNS = ["split", "row", "id", "code", "severity", "action", "cluster", "score", "detail"]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,8 @@ from dataaudit.report.diff import diff
 from dataaudit.report.html import MAX_BYTES, render_compact, render_diff_html, render_html
 from dataaudit.report.html._base import FILTER_JS, fmt_metric
 from dataaudit.report.html._examples import word_diff
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
 #: every element the pages may contain; anything else came from data that was not escaped

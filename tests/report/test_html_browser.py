@@ -30,8 +30,8 @@ import pytest
 import dataaudit
 from dataaudit.report.diff import diff
 from dataaudit.report.html import render_diff_html, render_html
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from dataaudit.cli import main
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "classification"
 
 

@@ -15,8 +15,8 @@ import pytest
 from dataaudit import audit
 from dataaudit.cli import main
 from dataaudit.remediate import MANIFEST_NAME
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "classification"
 FIXED = ("DUP001", "DUP002", "LEAK001")
 

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from tests import ROOT
+
 
 def test_import_does_not_load_heavy_dependencies():
     code = (
@@ -32,15 +34,13 @@ def test_declared_dependencies_are_the_imported_ones():
     """A core dependency is one the package imports; everything it imports is declared."""
     import ast
     import re
-    from pathlib import Path
 
     try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib
 
-    root = Path(__file__).resolve().parents[2]
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {
         _MODULE.get(name, name).replace("-", "_")
         for name in (
@@ -48,7 +48,7 @@ def test_declared_dependencies_are_the_imported_ones():
         )
     }
     imported = set()
-    for path in (root / "dataaudit").rglob("*.py"):
+    for path in (ROOT / "dataaudit").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported.update(a.name.split(".")[0] for a in node.names)

@@ -4,7 +4,6 @@ report audited; re-auditing the result shows the findings gone."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,8 +14,8 @@ import pytest
 from dataaudit import audit
 from dataaudit.errors import ConfigError, InputError
 from dataaudit.remediate import plan
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "classification"
 SPLITS = ("train", "validation", "test")
 # the rows the fixture plants (fixtures/README.md): dropped are the duplicates that are not the

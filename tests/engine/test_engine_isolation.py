@@ -17,7 +17,7 @@ import pytest
 from dataaudit import audit, registry
 from dataaudit.report.schema import report_schema
 from dataaudit.rule import Finding, Flag, Metric, Rule, RuleResult
-from tests.core import _crashy_rules as crashy
+from tests.engine import _crashy_rules as crashy
 
 HERE = Path(__file__).resolve().parent
 ROWS = [{"text": t} for t in ["hello world", "   ", "caf\ufffd", "ok then"] * 5]
