@@ -1,5 +1,5 @@
-"""Fixtures shared across the suite: the bundled fixtures and their ground truth, and a small BPE
-tokenizer trained on them."""
+"""Fixtures shared across the suite: the compiled kernels (once, first), the bundled fixtures and
+their ground truth, and a small BPE tokenizer trained on them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,43 @@ from pathlib import Path
 import pytest
 
 from tests import FIXTURES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> dict[str, int]:
+    """Compile (or load from numba's cache) the near-duplicate kernels once, before any test.
+
+    numba compiles them on first use: ~10 s on a clean cache (a fresh CI checkout), which would
+    land on whichever test runs first and could time it out; later sessions load the machine code
+    cached beside the package (~1 s). Both kinds of text buffer are compiled: writable (text the
+    features normalized) and read-only (memory-mapped files, batches unpickled in worker
+    processes, which then load them from the cache). Returns each kernel's signature count right
+    after, so a test can check that no kernel was left out."""
+    import numba
+    import numpy as np
+    import pyarrow as pa
+
+    import dataaudit
+    from dataaudit.sketches import kernels
+    from dataaudit.sketches.minhash import shingle_auto, text_hashes
+
+    texts = [
+        "Ｆｕｌｌｗｉｄｔｈ ﬁve words of text",
+        "five words of plain text",
+        "机器学习需要大量训练数据",
+    ]
+    dataaudit.audit([{"text": t} for t in texts], select=["DUP001", "DUP002"])
+    raw = [t.encode() for t in texts]
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in raw])]).astype(np.int64)
+    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(raw))]
+    frozen = pa.Array.from_buffers(pa.large_string(), len(texts), buffers)  # bytes: read-only
+    shingle_auto(frozen)
+    text_hashes(frozen)
+    return {
+        name: len(obj.signatures)
+        for name, obj in vars(kernels).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher)
+    }
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests import ROOT
 
 
+@pytest.mark.slow
 def test_import_does_not_load_heavy_dependencies():
     code = (
         "import sys, json, dataaudit; "

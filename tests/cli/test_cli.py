@@ -51,6 +51,7 @@ def test_audit_writes_reports_and_exits_by_gate(data, tmp_path, capsys):
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.slow
 def test_usage_input_and_config_errors_exit_2(data, tmp_path):
     for args, needle in [
         (["audit", str(tmp_path / "missing.jsonl")], "no such file"),
@@ -66,6 +67,7 @@ def test_usage_input_and_config_errors_exit_2(data, tmp_path):
     assert run("audit").returncode == 2  # argparse usage error
 
 
+@pytest.mark.slow
 def test_failed_run_writes_no_report(tmp_path):
     bad = tmp_path / "train.jsonl"
     bad.write_text('{"text": "ok"}\n{oops}\n')

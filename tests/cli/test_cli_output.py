@@ -169,6 +169,7 @@ def test_dash_for_flags_is_csv_and_only_one_output_on_stdout(data, capsys):
     assert "only one output can go to stdout" in _err(capsys)
 
 
+@pytest.mark.slow
 def test_dev_stdout_is_written_directly(data):
     out = subprocess.run(
         [sys.executable, "-m", "dataaudit.cli", "audit", str(data), "--json", "/dev/stdout", "-q"],
@@ -179,6 +180,7 @@ def test_dev_stdout_is_written_directly(data):
     assert json.loads(out.stdout)["passed"] is True
 
 
+@pytest.mark.slow
 def test_dev_stdout_redirected_to_a_file_stays_a_link(data, tmp_path):
     target = tmp_path / "out.json"
     with target.open("w") as stdout:
@@ -256,6 +258,7 @@ SLOW_WRITE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_the_write_leaves_no_temporary_file(data, tmp_path, sig):
     out_dir = tmp_path / "out"
@@ -278,6 +281,7 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(data, tmp_path, sig)
     assert list(out_dir.iterdir()) == []  # neither a partial report nor its temporary file
 
 
+@pytest.mark.slow
 def test_sigterm_in_a_subprocess_without_a_write_exits_143(tmp_path):
     script = textwrap.dedent(
         """

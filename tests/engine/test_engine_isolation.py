@@ -219,10 +219,10 @@ def test_numpy_values_and_nan_are_converted_not_rejected(register):
         ("start", 1),
         ("update", 1),
         ("finish", 1),
-        ("start", 2),
-        ("update", 2),
-        ("merge", 2),
-        ("finish", 2),
+        pytest.param("start", 2, marks=pytest.mark.slow),
+        pytest.param("update", 2, marks=pytest.mark.slow),
+        pytest.param("merge", 2, marks=pytest.mark.slow),
+        pytest.param("finish", 2, marks=pytest.mark.slow),
     ],
 )
 def test_a_rule_that_raises_is_an_error_and_the_others_still_run(register, where, workers):
@@ -242,7 +242,10 @@ def test_a_rule_that_raises_is_an_error_and_the_others_still_run(register, where
     assert not report.passed
 
 
-@pytest.mark.parametrize("where, workers", [("update", 1), ("finish", 1), ("update", 2)])
+@pytest.mark.parametrize(
+    "where, workers",
+    [("update", 1), ("finish", 1), pytest.param("update", 2, marks=pytest.mark.slow)],
+)
 def test_a_rule_that_calls_sys_exit_is_an_error_not_the_audits_exit(register, where, workers):
     register(crashy.Raises, crashy.CountRows)
     report = audit(
@@ -261,6 +264,7 @@ def test_a_rule_that_calls_sys_exit_is_an_error_not_the_audits_exit(register, wh
 # -- what cannot travel between worker processes --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cls, what",
     [
@@ -285,6 +289,7 @@ def test_what_cannot_be_pickled_is_an_error_of_its_rule_with_workers(register, c
         assert two.result(code)["metrics"] == one.result(code)["metrics"]
 
 
+@pytest.mark.slow
 def test_a_rule_class_that_workers_cannot_import_is_an_error_of_that_rule(register):
     class Local(crashy.CountRows):  # defined in a function: pickle cannot find it by name
         code = "LOCAL001"
@@ -313,6 +318,7 @@ def _run_script(body: str, timeout: float = 120) -> tuple[subprocess.CompletedPr
     return out, time.perf_counter() - t0
 
 
+@pytest.mark.slow
 def test_a_rule_defined_in_the_users_script_is_an_error_with_workers_not_a_hang(tmp_path):
     script = tmp_path / "audit_me.py"
     script.write_text(
@@ -351,6 +357,7 @@ def test_a_rule_defined_in_the_users_script_is_an_error_with_workers_not_a_hang(
 # -- worker processes that die --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["kill", "exit"])
 def test_a_worker_that_dies_fails_the_gate_with_a_report_instead_of_hanging(how):
     out, seconds = _run_script(

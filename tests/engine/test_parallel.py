@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dataaudit import engine
 from dataaudit.api import resolve_rules
 from dataaudit.config import load_config
 from dataaudit.context import AuditContext, SplitInfo
 from dataaudit.corpus import load_corpus
+
+pytestmark = pytest.mark.slow  # worker processes
 
 
 def _run(corpus, parallel: bool):

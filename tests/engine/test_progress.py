@@ -57,6 +57,7 @@ def test_every_stage_has_a_bar_and_finishing_names_each_rule_in_order(
     assert all(bar.closed for bar in bars)
 
 
+@pytest.mark.slow
 def test_a_parallel_scan_has_the_same_stages(bars, fixtures_dir):
     audit(fixtures_dir / "classification", select=["TXT001", "LEN002"], workers=2, progress=True)
     scan, fin = bars

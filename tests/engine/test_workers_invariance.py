@@ -69,6 +69,7 @@ def _run(data, *, workers: int, batch_size: int, **kwargs) -> tuple[str, Any]:
     return json.dumps(body, indent=1), report
 
 
+@pytest.mark.slow
 def test_every_rule_gives_the_same_report_for_any_workers(
     monkeypatch, data, reference, bpe, fixtures_dir
 ):
@@ -96,6 +97,7 @@ def test_every_rule_gives_the_same_report_for_any_workers(
     assert sum(len(r["findings"]) for r in results.values()) > 10
 
 
+@pytest.mark.slow
 def test_token_drift_names_words_found_in_workers(monkeypatch, data, fixtures_dir):
     """TOK001 without a tokenizer counts hashed word buckets; the words behind the evidence
     come from the rule's state, also for words seen only in a worker or only in the reference."""

@@ -56,6 +56,7 @@ def test_split_named_text_files_are_lines(tmp_path):
     assert {n: s["rows"] for n, s in splits.items()} == {"train": 3, "test": 1}
 
 
+@pytest.mark.slow
 def test_standard_input(tmp_path):
     data = "".join(json.dumps(r) + "\n" for r in ROWS)
     cli = [sys.executable, "-m", "dataaudit.cli", "audit", "-", "--select", "TXT001"]

@@ -291,6 +291,7 @@ def test_lone_surrogates_are_replaced_and_flagged(tmp_path):
     assert frame.metric("TXT002", "replacement_char_rows", "train") == 1
 
 
+@pytest.mark.slow
 def test_deep_nesting_is_a_bad_line_not_a_crash(tmp_path):
     path = tmp_path / "train.jsonl"
     deep = '{"text": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"

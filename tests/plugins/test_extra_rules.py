@@ -56,6 +56,7 @@ def test_an_extra_rule_runs_selected_by_code_or_group_with_options():
     assert "MYR001" not in load_rules().rules  # the shared registry is untouched
 
 
+@pytest.mark.slow
 def test_an_extra_rule_runs_in_worker_processes():
     report = audit(
         ROWS * 3000, select=["MYR001"], extra_rules=[LongRows], workers=2, batch_size=500

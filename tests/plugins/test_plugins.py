@@ -48,6 +48,7 @@ def run(args, env, **kw):
     )
 
 
+@pytest.mark.slow
 def test_installed_plugin_rule_is_listed_and_runs(plugin_env, tmp_path):
     out = run(["rules", "--json"], plugin_env)
     assert out.returncode == 0, out.stderr
@@ -66,6 +67,7 @@ def test_installed_plugin_rule_is_listed_and_runs(plugin_env, tmp_path):
     assert out.returncode == 0
 
 
+@pytest.mark.slow
 def test_broken_and_colliding_plugins_are_reported_not_fatal(plugin_env, tmp_path):
     listing = json.loads(run(["rules", "--json"], plugin_env).stdout)
     errors = "\n".join(listing["plugin_errors"])
@@ -80,6 +82,7 @@ def test_broken_and_colliding_plugins_are_reported_not_fatal(plugin_env, tmp_pat
     assert len(json.loads((tmp_path / "r.json").read_text())["plugin_errors"]) == 3
 
 
+@pytest.mark.slow
 def test_a_plugin_that_exits_at_import_does_not_take_over_the_exit_code(plugin_env, tmp_path):
     data = tmp_path / "train.jsonl"
     data.write_text('{"text": "fine"}\n{"text": ""}\n')  # an empty row: a warn
@@ -138,6 +141,7 @@ def test_ctrl_c_during_plugin_loading_still_stops(monkeypatch):
         registry.load_rules.cache_clear()
 
 
+@pytest.mark.slow
 def test_plugin_passes_the_conformance_suite(plugin_env):
     code = "from dataaudit.testing import check_rule; from dataaudit_fake_plugin import ShoutingText; check_rule(ShoutingText); print('ok')"
     out = subprocess.run(

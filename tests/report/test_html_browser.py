@@ -35,10 +35,13 @@ from tests import ROOT
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed (apt-get install chromium; .ci/run installs it)",
-)
+pytestmark = [
+    pytest.mark.slow,  # a browser process
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="headless Chromium is not installed (apt-get install chromium; .ci/run installs it)",
+    ),
+]
 WIDTH, HEIGHT = 1280, 800
 FAIL_RED = (0xCF, 0x22, 0x2E)
 

@@ -183,3 +183,12 @@ def test_no_space_script_rows_match_a_regex_count():
     )
     assert chars.tolist() == [2] and hits.tolist() == [1]
     assert pc.utf8_length(arr).to_pylist()[0] == 12
+
+
+def test_the_session_warm_up_compiles_every_kernel(compiled_kernels):
+    """tests/conftest.py compiles the kernels before any test; a kernel it misses would be
+    compiled (~10 s on a clean cache) inside whichever test calls it first."""
+    inlined = {n for n, k in vars(kernels).items() if getattr(k, "targetoptions", {}).get("inline")}
+    assert inlined and set(compiled_kernels) > inlined  # the inlined helpers have no entry point
+    missed = [n for n, count in compiled_kernels.items() if n not in inlined and not count]
+    assert not missed, f"add a call that reaches {missed} to compiled_kernels"
