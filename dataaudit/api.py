@@ -145,6 +145,8 @@ def audit(
             contamination_ref=cfg.contamination_ref,
         ),
     )
+    stages = {"load": time.perf_counter() - t0}  # config, rules, input schema, resources
+    clock = time.perf_counter()
     state = engine.start(built, ctx)
     known = [s.num_rows for s in corpus.splits.values()]
     total = (
@@ -158,6 +160,7 @@ def audit(
     else:
         engine.scan(state, batches, ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
+    stages["scan"], clock = time.perf_counter() - clock, time.perf_counter()
     if reference is not None:
         # the drift rules that ran compare with the reference's sketches at finish
         from .resources.reference import build_reference
@@ -165,7 +168,9 @@ def audit(
         active = [run.rule for run in state.runs if run.active]
         sketches = build_reference(reference, active, cfg, ctx, progress=progress)
         ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
+        stages["reference"], clock = time.perf_counter() - clock, time.perf_counter()
     engine.finish(state, ctx, progress=progress)
+    stages["finish"] = time.perf_counter() - clock
     return Report.build(
         [run.outcome() for run in state.runs],
         state.identity,
@@ -177,6 +182,10 @@ def audit(
         resources=ctx.resources.describe(),
         files=corpus.files,
         baseline=accepted,
+        timings={
+            "stages": {k: round(v, 6) for k, v in stages.items()},
+            "scan": state.timings.to_dict(),
+        },
     )
 
 

@@ -341,6 +341,9 @@ class RuleOutcome:
     error: str | None = None
     skipped: str | None = None
     seconds: float = 0.0
+    #: seconds per phase of the contract (start, update, merge, finish); features the rule
+    #: asked for first are counted as features, not in its update
+    phases: dict[str, float] = field(default_factory=dict)
 
     def status(self, fail_on: Severity) -> Status:
         """The gate's verdict: error if the rule raised, skipped without a result, else fail,

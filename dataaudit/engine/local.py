@@ -30,23 +30,36 @@ def scan(
     ``desc`` names the stage on the progress bar."""
     offsets = dict(offsets or {})
     bar = Progress(progress, total_rows, desc)
+    timings = state.timings
+    clock = time.perf_counter
     try:
-        for split, rb in batches:
+        source = iter(batches)
+        while True:
+            t0 = clock()
+            item = next(source, None)
+            timings.read += clock() - t0
+            if item is None:
+                break
+            split, rb = item
+            t0 = clock()
             if split not in state.identity:
                 state.identity[split] = SplitIdentity()
             state.identity[split].update(rb)
+            timings.identity += clock() - t0
             batch = ctx.batch(split, rb, offsets.get(split, 0))
             offsets[split] = offsets.get(split, 0) + rb.num_rows
             for run in state.runs:
                 if not run.active:
                     continue
-                t0 = time.perf_counter()
+                t0, f0 = clock(), batch.features_total
                 try:
                     run.state = run.rule.update(run.state, batch)
                 except RULE_FAILURES as exc:
                     run.error = error_message(exc)
                     run.state = None
-                run.seconds += time.perf_counter() - t0
+                # features this rule asked for first are the features' time, not the rule's
+                run.charge("update", clock() - t0 - (batch.features_total - f0))
+            timings.add_features(batch.feature_seconds)
             bar.update(rb.num_rows)
     finally:
         bar.close()
@@ -71,7 +84,7 @@ def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> Sc
                 run.error = error_message(exc)
             else:
                 check_result(run)
-            run.seconds += time.perf_counter() - t0
+            run.charge("finish", time.perf_counter() - t0)
             run.state = None  # free memory: the result is all the report needs
             bar.update(1)
     finally:

@@ -94,8 +94,10 @@ def _fold_chunk(chunk: list[tuple[str, int, pa.RecordBatch]], active: list[bool]
 
 
 def _absorb(state: ScanState, part: ScanState) -> None:
+    state.timings.absorb(part.timings)
     for run, other in zip(state.runs, part.runs):
-        run.seconds += other.seconds
+        for phase, seconds in other.phases.items():  # the worker's start and update
+            run.charge(phase, seconds)
         if not run.active:
             continue
         if other.error is not None:
@@ -116,7 +118,7 @@ def _absorb(state: ScanState, part: ScanState) -> None:
             run.state = run.rule.merge(run.state, other_state)
         except RULE_FAILURES as exc:
             run.error, run.state = error_message(exc), None
-        run.seconds += time.perf_counter() - t0
+        run.charge("merge", time.perf_counter() - t0)
     _absorb_identity(state, part.identity)
 
 
@@ -266,7 +268,14 @@ def scan_parallel(
         """Exactly ``chunk_rows`` rows each (batches are sliced, zero-copy), but the last."""
         chunk: list[tuple[str, int, pa.RecordBatch]] = []
         rows = 0
-        for split, rb in batches:
+        source = iter(batches)
+        while True:
+            t0 = time.perf_counter()
+            item = next(source, None)
+            state.timings.read += time.perf_counter() - t0  # the parent reads; workers fold
+            if item is None:
+                break
+            split, rb = item
             while rb.num_rows:
                 take = rb.slice(0, chunk_rows - rows)
                 rb = rb.slice(take.num_rows)

@@ -11,7 +11,15 @@ from ..context import AuditContext
 from ..identity import SplitIdentity
 from ..rule import Rule, RuleOutcome, RuleResult, Severity
 
-__all__ = ["RULE_FAILURES", "RuleRun", "ScanState", "error_message", "start", "start_run"]
+__all__ = [
+    "RULE_FAILURES",
+    "RuleRun",
+    "ScanState",
+    "Timings",
+    "error_message",
+    "start",
+    "start_run",
+]
 
 
 @dataclass
@@ -25,15 +33,26 @@ class RuleRun:
     skipped: str | None = None
     seconds: float = 0.0
     result: RuleResult | None = None
+    phases: dict[str, float] = field(default_factory=dict)  # start, update, merge, finish
 
     @property
     def active(self) -> bool:
         return self.error is None and self.skipped is None
 
+    def charge(self, phase: str, seconds: float) -> None:
+        self.seconds += seconds
+        self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+
     def outcome(self) -> RuleOutcome:
         """What the report takes of this run (the state stays here)."""
         return RuleOutcome(
-            self.rule, self.severity, self.result, self.error, self.skipped, self.seconds
+            self.rule,
+            self.severity,
+            self.result,
+            self.error,
+            self.skipped,
+            self.seconds,
+            {k: round(v, 6) for k, v in self.phases.items()},
         )
 
 
@@ -43,6 +62,33 @@ class ScanState:
     identity: dict[str, SplitIdentity] = field(default_factory=dict)
     #: why the scan stopped before the end of the input (a worker died), or None
     stopped: str | None = None
+    #: seconds outside the rules: reading batches, hashing splits' content, each feature
+    timings: Timings = field(default_factory=lambda: Timings())
+
+
+@dataclass
+class Timings:
+    """Where a scan's time went, besides the rules' own phases (mergeable: workers add up)."""
+
+    read: float = 0.0
+    identity: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
+
+    def add_features(self, seconds: dict[str, float]) -> None:
+        for name, value in seconds.items():
+            self.features[name] = self.features.get(name, 0.0) + value
+
+    def absorb(self, other: Timings) -> None:
+        self.read += other.read
+        self.identity += other.identity
+        self.add_features(other.features)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "read": round(self.read, 6),
+            "identity": round(self.identity, 6),
+            "features": {k: round(v, 6) for k, v in sorted(self.features.items())},
+        }
 
 
 #: what a rule's own code may raise without ending the audit: any exception, and sys.exit()
@@ -66,7 +112,7 @@ def start_run(run: RuleRun, ctx: AuditContext) -> None:
             run.state = run.rule.start(ctx)
     except RULE_FAILURES as exc:
         run.skipped, run.error = None, error_message(exc)
-    run.seconds += time.perf_counter() - t0
+    run.charge("start", time.perf_counter() - t0)
 
 
 def start(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> ScanState:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import time
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,17 @@ class Batch:
     are the audit's (``ctx.batch(...)`` passes them): features find the tokenizer there.
     """
 
-    __slots__ = ("split", "kind", "offset", "data", "roles", "resources", "_cache")
+    __slots__ = (
+        "split",
+        "kind",
+        "offset",
+        "data",
+        "roles",
+        "resources",
+        "_cache",
+        "feature_seconds",
+        "_inner",
+    )
 
     def __init__(
         self,
@@ -74,6 +85,10 @@ class Batch:
         kind: str = "train",
         resources: Resources | None = None,
     ):
+        #: seconds spent computing each feature for this batch (its own time: features it
+        #: asked for are counted under their own names); the engine reports the sums
+        self.feature_seconds: dict[str, float] = {}
+        self._inner: list[float] = []  # time of features computed inside the running one
         self.split = split
         self.kind = kind
         self.offset = offset
@@ -117,8 +132,21 @@ class Batch:
             raise KeyError(f"unknown feature {name!r}; known: {', '.join(feature_names())}")
         key = self._key(name, fn, params)
         if key not in self._cache:
-            self._cache[key] = fn(self, **params)
+            t0 = time.perf_counter()
+            self._inner.append(0.0)
+            try:
+                self._cache[key] = fn(self, **params)
+            finally:
+                inner = self._inner.pop()
+                elapsed = time.perf_counter() - t0
+                self.feature_seconds[name] = self.feature_seconds.get(name, 0.0) + elapsed - inner
+                if self._inner:
+                    self._inner[-1] += elapsed
         return self._cache[key]
+
+    @property
+    def features_total(self) -> float:
+        return sum(self.feature_seconds.values())
 
     def cached(self, name: str, **params: Any) -> Any:
         """The feature if something already computed it for this batch, else None (never

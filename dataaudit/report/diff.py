@@ -253,6 +253,8 @@ class ReportDiff:
         self.findings: list[FindingChange] = []
         self.splits: list[SplitChange] = []
         self.warnings: list[str] = []
+        #: parts of the audit that took much longer (information: timings never gate)
+        self.slower: list[dict[str, Any]] = []
         self.config_changed = False
         self.roles_changed = False
         self._compare()
@@ -270,6 +272,7 @@ class ReportDiff:
             self.rules.append(RuleChange(code, name, sa, sb, _status_change(sa, sb)))
             self._compare_metrics(code, a, b)
             self._compare_findings(code, a, b)
+        self.slower = slower_parts(old.get("timings"), new.get("timings"))
         order = {"new": 0, "resolved": 1, "persisting": 2}
         self.findings.sort(key=lambda f: (order[f.state], f.code, f.split or "", f.fingerprint))
         named = {f"{m.code}.{m.name}" for m in self.metrics}
@@ -554,6 +557,7 @@ class ReportDiff:
             "has_changes": self.has_changes,
             "regressions": self.regressions,
             "warnings": list(self.warnings),
+            "slower": list(self.slower),
             "fail_on": self.fail_on,
             "tolerance": {
                 "relative": self.rel_tol,
@@ -601,6 +605,46 @@ class ReportDiff:
 
     def __repr__(self) -> str:
         return f"<ReportDiff regressed={self.regressed} has_changes={self.has_changes} counts={self.counts()}>"
+
+
+#: a part is reported slower when it took this many times as long and this many seconds more
+SLOWER_RATIO, SLOWER_SECONDS = 1.5, 0.5
+
+
+def _timed_parts(timings: Any) -> dict[str, float]:
+    """'stage scan', 'feature minhash', 'DUP002 finish'... -> seconds, from a report's timings."""
+    if not isinstance(timings, dict):
+        return {}
+    out: dict[str, float] = {}
+
+    def put(name: str, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = float(value)
+
+    for k, v in (timings.get("stages") or {}).items():
+        put(f"stage {k}", v)
+    scan = timings.get("scan") or {}
+    for k in ("read", "identity"):
+        put(k, scan.get(k))
+    for k, v in (scan.get("features") or {}).items():
+        put(f"feature {k}", v)
+    for code, phases in (timings.get("rules") or {}).items():
+        for k, v in (phases or {}).items():
+            put(f"{code} {k}", v)
+    return out
+
+
+def slower_parts(old: Any, new: Any) -> list[dict[str, Any]]:
+    """The parts of the audit that got much slower, slowest-growing first. Timings depend on
+    the machine and its load, so they are reported, never judged as a regression."""
+    a, b = _timed_parts(old), _timed_parts(new)
+    out = []
+    for name in sorted(set(a) & set(b)):
+        was, now = a[name], b[name]
+        if now - was >= SLOWER_SECONDS and now >= SLOWER_RATIO * max(was, 1e-9):
+            out.append({"part": name, "old": was, "new": now, "ratio": now / max(was, 1e-9)})
+    out.sort(key=lambda d: (-(d["new"] - d["old"]), d["part"]))
+    return out
 
 
 def format_value(v: Any) -> str:

@@ -62,6 +62,7 @@ _ADDED_IN = {
     "suppressed": (1, 4),
     "files": (1, 4),
     "baseline": (1, 4),
+    "timings": (1, 5),
 }
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),

@@ -154,6 +154,7 @@ class Report:
         resources: dict[str, Any] | None = None,
         files: Mapping[str, list[dict[str, Any]]] | None = None,
         baseline: Baseline | None = None,
+        timings: Mapping[str, Any] | None = None,
     ) -> Report:
         """The report of one audit, from what any engine hands over: each rule's outcome and
         each split's identity (rows, columns, content hash) as read. ``stopped``: why the scan
@@ -161,7 +162,9 @@ class Report:
         used (the tokenizer: name, hash, vocabulary size and chat template), for provenance;
         ``files``: per split, the files its rows came from in order (``{path, format, rows}``),
         so CI annotations can point at a file's line; ``baseline``: accepted findings, reported
-        as suppressed and left out of the statuses and the gate."""
+        as suppressed and left out of the statuses and the gate; ``timings``: where the time went
+        (``stages``: load, scan, reference, finish; ``scan``: read, identity, features), beside
+        each rule's phases, so a diff shows which part got slower."""
         from .. import __version__
 
         fail_on = Severity.parse(config.fail_on)
@@ -224,6 +227,14 @@ class Report:
             "resources": {"tokenizer": None, **(resources or {})},
             "plugin_errors": list(plugin_errors),
             "seconds": round(seconds, 6),
+            "timings": {
+                "stages": {},
+                "scan": {"read": 0.0, "identity": 0.0, "features": {}},
+                **(timings or {}),
+                "rules": {
+                    o.rule.code: dict(o.phases) for o in sorted(outcomes, key=lambda o: o.rule.code)
+                },
+            },
             "flags": encode_flags(flags),
         }
         return cls(data)

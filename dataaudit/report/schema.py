@@ -15,8 +15,8 @@ from ..rule import ACTIONS, Direction, Severity, Status
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer);
 # 1.4: findings "suppressed" by a baseline (gate.baseline, summary.suppressed), the "files" of
-# each split, and a metric's optional "noise"
-SCHEMA_VERSION = "1.4"
+# each split, and a metric's optional "noise"; 1.5: "timings" (stages, scan, each rule's phases)
+SCHEMA_VERSION = "1.5"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -229,10 +229,29 @@ def report_schema() -> dict[str, Any]:
                 "resources": _obj({"tokenizer": _tokenizer_schema()}),
                 "plugin_errors": {"type": "array", "items": {"type": "string"}},
                 "seconds": {"type": "number", "minimum": 0},
+                "timings": _timings_schema(),
                 "flags": _flags_schema(),
             }
         ),
     }
+
+
+def _timings_schema() -> dict[str, Any]:
+    """Seconds per part of the audit: noisy, so diffs show them but never gate on them."""
+    seconds = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
+    return _obj(
+        {
+            "stages": seconds,  # load, scan, reference, finish (wall clock)
+            "scan": _obj(  # summed over worker processes when there are several
+                {
+                    "read": {"type": "number", "minimum": 0},
+                    "identity": {"type": "number", "minimum": 0},
+                    "features": seconds,
+                }
+            ),
+            "rules": {"type": "object", "additionalProperties": seconds},
+        }
+    )
 
 
 def _tokenizer_schema() -> dict[str, Any]:

@@ -138,6 +138,14 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
             lines.append(f"    {plain(s.split, 60)}: {rows}, {what}{cols}")
     for w in d.warnings:
         lines.append(f"warning: {plain(w, 400)}")
+    if d.slower:
+        lines.append("slower (timings are information, never a regression):")
+        for t in d.slower[:max_items]:
+            lines.append(
+                f"  {plain(t['part'], 60)}: {t['old']:.2f} s → {t['new']:.2f} s "
+                f"({min(t['ratio'], 999):.1f}×)"
+            )
+        _more(lines, len(d.slower), max_items)
 
     changed_rules = [r for r in d.rules if r.change != "unchanged"]
     if changed_rules:

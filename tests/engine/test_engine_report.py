@@ -27,6 +27,7 @@ def strip_times(d):
     d = json.loads(json.dumps(d))
     d.pop("created")
     d.pop("seconds")
+    d.pop("timings")
     for r in d["results"]:
         r.pop("seconds")
     return d

@@ -51,7 +51,9 @@ def bpe(data):
 
 def _timeless(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _timeless(v) for k, v in value.items() if k not in ("seconds", "created")}
+        return {
+            k: _timeless(v) for k, v in value.items() if k not in ("seconds", "created", "timings")
+        }
     if isinstance(value, list):
         return [_timeless(v) for v in value]
     return value
