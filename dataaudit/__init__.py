@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuditConfig",
+    "Category",
     "DataAuditError",
     "Direction",
     "Finding",
@@ -20,6 +21,7 @@ __all__ = [
     "Metric",
     "Report",
     "Rule",
+    "RowCheckRule",
     "RuleResult",
     "Severity",
     "Status",
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from .errors import DataAuditError
     from .report import Report
     from .report.diff import diff
+    from .rowcheck import Category, RowCheckRule
     from .rule import Direction, Finding, Flag, Metric, Rule, RuleResult, Severity, Status
 
 _LAZY = {
@@ -50,6 +53,8 @@ _LAZY = {
     "Direction": ("rule", "Direction"),
     "Flag": ("rule", "Flag"),
     "Metric": ("rule", "Metric"),
+    "RowCheckRule": ("rowcheck", "RowCheckRule"),
+    "Category": ("rowcheck", "Category"),
 }
 
 

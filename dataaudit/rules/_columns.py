@@ -1,9 +1,10 @@
 """Per-split column lists: the state of rules that group rows in ``finish`` (duplicates, leakage,
 label conflicts).
 
-Per split, a rule keeps lists of per-batch arrays (row ids, hashes, signatures, snippets, ...)
-that merge by concatenation (b's rows after a's) and are joined once in ``finish``. The arrays
-are the shared feature arrays themselves, so several rules holding them cost memory once.
+Per split (``state["splits"]``, a ``PerSplit(dict)``), a rule keeps lists of per-batch arrays
+(row ids, hashes, signatures, snippets, ...) that merge by concatenation (b's rows after a's)
+and are joined once in ``finish``. The arrays are the shared feature arrays themselves, so
+several rules holding them cost memory once.
 """
 
 from __future__ import annotations
@@ -22,20 +23,10 @@ SNIPPET_EXTRA = 64  # characters kept beyond ctx.example_chars, so truncation st
 
 
 def append(state: dict[str, Any], split: str, **columns: Any) -> None:
-    sp = state["splits"].setdefault(split, {})
+    """Add one batch's ``columns`` to the split's lists."""
+    sp = state["splits"].at(split)
     for name, value in columns.items():
         sp.setdefault(name, []).append(value)
-
-
-def merge_splits(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Concatenate per-split column lists; everything else is taken from ``a``."""
-    out = {k: v for k, v in a.items() if k != "splits"}
-    splits: dict[str, Any] = {}
-    for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-        sa, sb = a["splits"].get(name, {}), b["splits"].get(name, {})
-        splits[name] = {k: sa.get(k, []) + sb.get(k, []) for k in list(sa) + list(sb)}
-    out["splits"] = splits
-    return out
 
 
 def cat(

@@ -6,8 +6,8 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
+from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity
-from .._rowcheck import Category, RowCheckRule
 
 
 class EmptyText(RowCheckRule):

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity
-from .._rowcheck import Category, RowCheckRule
 
 # UTF-8 continuation bytes 0x80-0xBF as Windows-1252 shows them (undefined bytes as Latin-1)
 _CONTINUATION = "".join(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...features import Batch
+from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity
-from .._rowcheck import Category, RowCheckRule
 
 
 class ExtremeLength(RowCheckRule):

@@ -9,7 +9,8 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from .._columns import append, cat, key_hex, merge_splits, row_columns, texts
+from ...sketches.state import PerSplit
+from .._columns import append, cat, key_hex, row_columns, texts
 from .._ids import take_ids
 from .._origin import check_origin, state_origin
 from ._sources import per_source, source_values
@@ -54,7 +55,11 @@ class ExactDuplicates(Rule):
             raise ValueError(f"max_findings={self.max_findings}: must be >= 0")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
+        return {
+            "origin": state_origin(self, ctx),
+            "chars": ctx.example_chars,
+            "splits": PerSplit(dict),
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         cols = row_columns(batch, state["chars"])
@@ -66,7 +71,7 @@ class ExactDuplicates(Rule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return merge_splits(a, b)
+        return {**a, "splits": a["splits"].merge(b["splits"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         result = RuleResult(thresholds={"max_findings": self.max_findings})

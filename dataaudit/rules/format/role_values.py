@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...rowcheck import Category, RowCheckRule
 from ...rule import ROLE_NAMES, TEXT_ROLES, RuleResult, Severity
-from .._rowcheck import Category, RowCheckRule
 
 
 def _is_string_type(t: pa.DataType) -> bool:

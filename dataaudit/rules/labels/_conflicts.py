@@ -22,13 +22,19 @@ import xxhash
 
 from ...features import Batch
 from ...sketches.minhash import EMPTY_HASH
-from .._columns import SNIPPET_EXTRA, cat, merge_splits
+from ...sketches.state import PerSplit
+from .._columns import SNIPPET_EXTRA, cat
 from .._ids import id_column, take_ids
 from .._minhash import DEFAULTS as MINHASH
 
 
 def start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
-    return {"mode": mode, "snip": int(snippets), "near": bool(near), "vocab": {}, "splits": {}}
+    splits = PerSplit(_empty_split)
+    return {"mode": mode, "snip": int(snippets), "near": bool(near), "vocab": {}, "splits": splits}
+
+
+def _empty_split() -> dict[str, list[Any]]:
+    return {"h": [], "y": [], "row": [], "snip": [], "sig": [], "ids": []}
 
 
 def _label_ids(batch: Batch, mode: str, vocab: dict[int, str]) -> np.ndarray:
@@ -52,9 +58,7 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
     ids = _label_ids(batch, state["mode"], state["vocab"])
     keep = (hashes != 0) & (hashes != EMPTY_HASH) & (ids != 0)
     idx = np.flatnonzero(keep)
-    sp = state["splits"].setdefault(
-        batch.split, {"h": [], "y": [], "row": [], "snip": [], "sig": [], "ids": []}
-    )
+    sp = state["splits"].at(batch.split)
     if not idx.size:
         return state
     sp["h"].append(hashes[idx])
@@ -73,7 +77,7 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
 
 
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    return {**merge_splits(a, b), "vocab": {**b["vocab"], **a["vocab"]}}
+    return {**a, "splits": a["splits"].merge(b["splits"]), "vocab": {**b["vocab"], **a["vocab"]}}
 
 
 @dataclass

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, RuleResult, Severity
 from ...sketches.sampling import BottomK
+from ...sketches.state import Additive, Examples, PerSplit
 from ...stats import chi2_contingency, js_divergence
 from .._drift import DriftRule, pair_label, reference_matches, reference_sketch, unmatched_note
 from .._ids import ids_at
@@ -18,16 +21,21 @@ from .._origin import check_origin, state_origin
 from . import _conflicts, _probe, _sample
 
 
-def _split_start(kind: str) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "rows": 0,
-        "counts": {},
-        "types": {},
-        "null_rows": [],
-        "null_ids": [],  # the id column at null_rows, when there is one (row flags)
-        "odd": [],
-    }
+@dataclass
+class _Split(Additive):
+    """One split's labels: class and value-type counts, null-label rows, odd-typed examples."""
+
+    odd: Examples[tuple[int, str, str]]  # (row, value type, value) of non-string labels
+    kind: str = ""
+    rows: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    types: dict[str, int] = field(default_factory=dict)
+    null_rows: list[int] = field(default_factory=list)
+    null_ids: list[str | None] = field(default_factory=list)  # the id column at null_rows
+
+    @classmethod
+    def start(cls, max_examples: int) -> _Split:
+        return cls(Examples(max_examples))
 
 
 OTHER = "(other)"  # the bucket of the classes a bounded sketch does not list one by one
@@ -154,29 +162,29 @@ class ClassBalance(DriftRule):
         return {
             "origin": state_origin(self, ctx),
             "seed": ctx.seed,
-            "limit": ctx.max_examples,
-            "splits": {},
+            "splits": PerSplit(partial(_Split.start, ctx.max_examples)),
             "conflicts": _conflicts.start("label"),
             "sample": BottomK(20000 if self.probe else 0),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        sp = state["splits"].setdefault(batch.split, _split_start(batch.kind))
+        sp: _Split = state["splits"].at(batch.split)
+        sp.kind = batch.kind
         lab = batch.feature("label")
-        sp["rows"] += batch.num_rows
-        counts, types = sp["counts"], sp["types"]
+        sp.rows += batch.num_rows
+        counts, types = sp.counts, sp.types
         nulls = []
         for i, (v, t) in enumerate(zip(lab.values, lab.types)):
             types[t] = types.get(t, 0) + 1
             if v is None:
-                sp["null_rows"].append(batch.offset + i)
+                sp.null_rows.append(batch.offset + i)
                 nulls.append(i)
             else:
                 counts[v] = counts.get(v, 0) + 1
-                if t != "string" and len(sp["odd"]) < state["limit"]:
-                    sp["odd"].append((batch.offset + i, t, v[:64]))
+                if t != "string":
+                    sp.odd.add((batch.offset + i, t, v[:64]))
         if nulls:
-            sp["null_ids"].extend(ids_at(batch, nulls) or [])
+            sp.null_ids.extend(ids_at(batch, nulls) or [])
         if batch.roles.has("input"):
             _conflicts.update(state["conflicts"], batch)
             if self.probe:
@@ -185,34 +193,9 @@ class ClassBalance(DriftRule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        splits = {}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa = a["splits"].get(name)
-            sb = b["splits"].get(name)
-            if sa is None or sb is None:
-                src = sa or sb
-                splits[name] = {**src, "counts": dict(src["counts"]), "types": dict(src["types"])}
-                continue
-            counts = dict(sa["counts"])
-            for k, v in sb["counts"].items():
-                counts[k] = counts.get(k, 0) + v
-            types = dict(sa["types"])
-            for k, v in sb["types"].items():
-                types[k] = types.get(k, 0) + v
-            splits[name] = {
-                "kind": sa["kind"],
-                "rows": sa["rows"] + sb["rows"],
-                "counts": counts,
-                "types": types,
-                "null_rows": sa["null_rows"] + sb["null_rows"],
-                "null_ids": sa["null_ids"] + sb["null_ids"],
-                "odd": (sa["odd"] + sb["odd"])[: a["limit"]],
-            }
         return {
-            "origin": a.get("origin"),
-            "seed": a["seed"],
-            "limit": a["limit"],
-            "splits": splits,
+            **a,
+            "splits": a["splits"].merge(b["splits"]),
             "conflicts": _conflicts.merge(a["conflicts"], b["conflicts"]),
             "sample": a["sample"].merge(b["sample"]),
         }
@@ -222,12 +205,12 @@ class ClassBalance(DriftRule):
         cap = int(self.max_classes)
         out: dict[str, Any] = {"max_classes": cap, "kinds": {}, "splits": {}}
         for name, sp in sorted(state["splits"].items()):
-            counts = _keyed(sp["counts"])
+            counts = _keyed(sp.counts)
             ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
             rest = ranked[cap:]
-            out["kinds"][name] = sp["kind"]
+            out["kinds"][name] = sp.kind
             out["splits"][name] = {
-                "rows": sp["rows"],
+                "rows": sp.rows,
                 "labeled": sum(counts.values()),
                 "classes": len(counts),
                 "counts": dict(sorted(ranked[:cap])),
@@ -252,7 +235,7 @@ class ClassBalance(DriftRule):
         names = sorted(splits, key=lambda n: (n != train, n))
         all_classes: dict[str, int] = {}
         for sp in splits.values():
-            for k, v in sp["counts"].items():
+            for k, v in sp.counts.items():
                 all_classes[k] = all_classes.get(k, 0) + v
 
         for name in names:
@@ -273,8 +256,8 @@ class ClassBalance(DriftRule):
                     count=n_classes,
                 )
             )
-        if train is not None and len(splits[train]["counts"]) == 1:
-            (only,) = splits[train]["counts"]
+        if train is not None and len(splits[train].counts) == 1:
+            (only,) = splits[train].counts
             result.findings.append(
                 Finding(
                     message=f"{train}: every labeled row has the same label {only!r}; there is "
@@ -350,11 +333,11 @@ class ClassBalance(DriftRule):
         split: str,
         base: str,
         label: str,
-        sp: dict[str, Any],
+        sp: _Split,
         rb: dict[str, Any],
         comparisons: dict[str, Any],
     ) -> dict[str, float | None] | None:
-        cur = _keyed(sp["counts"])
+        cur = _keyed(sp.counts)
         rc = {str(k): int(v) for k, v in rb["counts"].items()}
         r_other = int(rb.get("other_rows", 0) or 0)
         bucketed = int(rb.get("other_classes", 0) or 0) > 0
@@ -459,13 +442,13 @@ class ClassBalance(DriftRule):
         return shares
 
     def _split_findings(self, result, ctx, name, sp, train) -> None:
-        counts = sp["counts"]
+        counts = sp.counts
         labeled = sum(counts.values())
-        nulls = len(sp["null_rows"])
+        nulls = len(sp.null_rows)
         result.metric("classes", len(counts), Direction.NONE, split=name)
         result.metric(
             "null_label_rate",
-            nulls / sp["rows"] if sp["rows"] else 0.0,
+            nulls / sp.rows if sp.rows else 0.0,
             Direction.LOWER,
             split=name,
         )
@@ -489,21 +472,21 @@ class ClassBalance(DriftRule):
                     )
                 )
         if nulls:
-            ids = sp["null_ids"] or [None] * nulls
+            ids = sp.null_ids or [None] * nulls
             result.flags.extend(
                 Flag(name, r, detail="null label", action="review", id=row_id)
-                for r, row_id in zip(sp["null_rows"], ids)
+                for r, row_id in zip(sp.null_rows, ids)
             )
             result.findings.append(
                 Finding(
-                    message=f"{name}: {nulls:,} of {sp['rows']:,} rows have no label (null)",
+                    message=f"{name}: {nulls:,} of {sp.rows:,} rows have no label (null)",
                     key=f"null_label|{name}",
                     count=nulls,
                     split=name,
-                    examples=[ctx.example(name, r) for r in sp["null_rows"][: ctx.max_examples]],
+                    examples=[ctx.example(name, r) for r in sp.null_rows[: ctx.max_examples]],
                 )
             )
-        types = {t: n for t, n in sp["types"].items() if t != "null"}
+        types = {t: n for t, n in sp.types.items() if t != "null"}
         if len(types) > 1:
             desc = ", ".join(f"{t} ({n:,})" for t, n in sorted(types.items()))
             result.findings.append(
@@ -513,7 +496,7 @@ class ClassBalance(DriftRule):
                     key=f"mixed_types|{name}",
                     count=sum(types.values()),
                     split=name,
-                    examples=[ctx.example(name, r, None, type=t, label=v) for r, t, v in sp["odd"]],
+                    examples=[ctx.example(name, r, None, type=t, label=v) for r, t, v in sp.odd],
                     data={"types": dict(sorted(types.items()))},
                 )
             )
@@ -533,12 +516,12 @@ class ClassBalance(DriftRule):
                 )
 
     def _missing_and_drift(self, result, ctx, splits, train, names) -> None:
-        tr = splits[train]["counts"]
+        tr = splits[train].counts
         tr_total = sum(tr.values())
         for name in names:
             if name == train:
                 continue
-            ev = splits[name]["counts"]
+            ev = splits[name].counts
             ev_total = sum(ev.values())
             for cls in sorted(set(ev) - set(tr)):
                 result.findings.append(
@@ -630,11 +613,9 @@ class ClassBalance(DriftRule):
         table = []
         top = sorted(all_classes.items(), key=lambda kv: (-kv[1], kv[0]))[: int(self.max_classes)]
         for cls, total in top:
-            rows = {n: splits[n]["counts"].get(cls, 0) for n in names}
+            rows = {n: splits[n].counts.get(cls, 0) for n in names}
             share = {
-                n: round(rows[n] / sum(splits[n]["counts"].values()), 6)
-                if splits[n]["counts"]
-                else 0.0
+                n: round(rows[n] / sum(splits[n].counts.values()), 6) if splits[n].counts else 0.0
                 for n in names
             }
             table.append(

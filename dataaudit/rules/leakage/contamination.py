@@ -13,7 +13,8 @@ from ...features.minhash import ngram_hashes, words_only
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles
 from ...sketches.ngram_index import NgramIndex
-from .._columns import append, merge_splits
+from ...sketches.state import PerSplit
+from .._columns import append
 from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
 
@@ -159,7 +160,7 @@ class NgramContamination(Rule):
             "train": ctx.train_split(),
             "index": NgramIndex(int(self.max_index_ngrams), bits),
             "hits": [],
-            "splits": {},
+            "splits": PerSplit(dict),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -202,10 +203,12 @@ class NgramContamination(Rule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        out = merge_splits(a, b)
-        out["index"] = a["index"].merge(b["index"])
-        out["hits"] = a["hits"] + b["hits"]
-        return out
+        return {
+            **a,
+            "splits": a["splits"].merge(b["splits"]),
+            "index": a["index"].merge(b["index"]),
+            "hits": a["hits"] + b["hits"],
+        }
 
     # -- result --------------------------------------------------------------------------------
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:

@@ -11,7 +11,8 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
-from .._columns import append, cat, key_hex, merge_splits, texts
+from ...sketches.state import PerSplit
+from .._columns import append, cat, key_hex, texts
 from .._ids import take_ids
 from .._minhash import check_minhash_options, minhash_columns
 from .._origin import check_origin, state_origin
@@ -95,7 +96,11 @@ class TrainEvalOverlap(Rule):
         return out
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"origin": state_origin(self, ctx), "chars": ctx.example_chars, "splits": {}}
+        return {
+            "origin": state_origin(self, ctx),
+            "chars": ctx.example_chars,
+            "splits": PerSplit(dict),
+        }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
@@ -145,7 +150,7 @@ class TrainEvalOverlap(Rule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return merge_splits(a, b)
+        return {**a, "splits": a["splits"].merge(b["splits"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         threshold = float(self.threshold)

@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
+from ...sketches.state import PerSplit, merge_values
 from ...stats import ks_binned, psi, quantile_groups, wasserstein_binned
 from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
 from .._origin import check_origin, state_origin
@@ -84,23 +85,20 @@ class LengthDrift(DriftRule):
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
-            "splits": {},
+            "splits": PerSplit(Histogram),
             "kinds": {},
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         lengths = batch.feature("token_lengths", tokenizer=state["tok"])
-        hist = state["splits"].setdefault(batch.split, Histogram())
+        state["splits"].at(batch.split).add(lengths[lengths >= 0])
         state["kinds"][batch.split] = batch.kind
-        hist.add(lengths[lengths >= 0])
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        splits = dict(a["splits"])
-        for name, h in b["splits"].items():
-            splits[name] = splits[name].merge(h) if name in splits else h
-        return {**a, "splits": splits, "kinds": {**a["kinds"], **b["kinds"]}}
+        splits = a["splits"].merge(b["splits"])
+        return {**a, "splits": splits, "kinds": merge_values(a["kinds"], b["kinds"])}
 
     def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
         return {

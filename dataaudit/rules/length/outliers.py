@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,8 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
+from ...sketches.state import PerSplit
+from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 
@@ -23,6 +27,76 @@ def _top(
         return lengths, rows
     order = np.lexsort((rows, -lengths if longest else lengths))[:k]
     return lengths[order], rows[order]
+
+
+def _no_rows() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
+
+
+@dataclass
+class _Split:
+    """One split's length histogram and its most extreme rows: the ``max_flags`` longest and
+    shortest (length, row) pairs (flagged in ``finish`` when past the bounds), the ids of those
+    and the text of the first ``max_examples`` of each (the examples)."""
+
+    max_flags: int
+    max_examples: int
+    hist: Histogram = field(default_factory=Histogram)
+    long: tuple[np.ndarray, np.ndarray] = field(default_factory=_no_rows)
+    short: tuple[np.ndarray, np.ndarray] = field(default_factory=_no_rows)
+    texts: dict[int, str] = field(default_factory=dict)
+    ids: dict[int, str | None] = field(default_factory=dict)
+
+    def add(self, batch: Batch, lengths: np.ndarray, chars: int) -> None:
+        idx = np.flatnonzero(lengths > 0)
+        if not idx.size:
+            return
+        lens = lengths[idx]
+        rows = idx + batch.offset
+        self.hist.add(lens)
+        for key, longest in (("long", True), ("short", False)):
+            top_l, top_r = _top(lens, rows, self.max_flags, longest)
+            kept_l, kept_r = getattr(self, key)
+            setattr(self, key, (np.concatenate([kept_l, top_l]), np.concatenate([kept_r, top_r])))
+            ids = ids_at(batch, top_r - batch.offset)
+            if ids:
+                self.ids.update(zip(top_r.tolist(), ids))
+        self._keep()
+        end = batch.offset + batch.num_rows
+        need = [r for r in self._shown() if r not in self.texts and batch.offset <= r < end]
+        if need:
+            texts = batch.text
+            for r in need:
+                self.texts[r] = texts[r - batch.offset].as_py()[: chars + SNIPPET_EXTRA]
+
+    def merge(self, other: _Split) -> _Split:
+        if (other.max_flags, other.max_examples) != (self.max_flags, self.max_examples):
+            raise ValueError("cannot merge length outliers kept to different bounds")
+        out = _Split(
+            self.max_flags,
+            self.max_examples,
+            self.hist.merge(other.hist),
+            tuple(np.concatenate([x, y]) for x, y in zip(self.long, other.long)),
+            tuple(np.concatenate([x, y]) for x, y in zip(self.short, other.short)),
+            {**self.texts, **other.texts},
+            {**self.ids, **other.ids},
+        )
+        out._keep()
+        return out
+
+    def _shown(self) -> set[int]:
+        k = self.max_examples
+        return set(self.long[1][:k].tolist()) | set(self.short[1][:k].tolist())
+
+    def _keep(self) -> None:
+        """Cut to the ``max_flags`` most extreme of each side, and what they need."""
+        self.long = _top(*self.long, self.max_flags, True)
+        self.short = _top(*self.short, self.max_flags, False)
+        shown = self._shown()
+        self.texts = {r: t for r, t in self.texts.items() if r in shown}
+        if self.ids:
+            flagged = set(self.long[1].tolist()) | set(self.short[1].tolist())
+            self.ids = {r: i for r, i in self.ids.items() if r in flagged}
 
 
 def robust_bounds(hist: Histogram, z: float) -> tuple[float, float, float, float]:
@@ -93,70 +167,17 @@ class LengthOutliers(Rule):
             "tok": tok.key,
             "unit": tok.unit,
             "limit": (ctx.max_examples, ctx.example_chars),
-            "splits": {},
+            "splits": PerSplit(partial(_Split, self.max_flags, ctx.max_examples)),
         }
 
-    def _empty(self) -> dict[str, Any]:
-        e = np.zeros(0, np.int64)
-        return {"hist": Histogram(), "long": (e, e), "short": (e, e), "texts": {}, "ids": {}}
-
-    def _keep(self, s: dict[str, Any], max_examples: int) -> None:
-        s["long"] = _top(*s["long"], self.max_flags, True)
-        s["short"] = _top(*s["short"], self.max_flags, False)
-        keep = set(s["long"][1][:max_examples].tolist()) | set(
-            s["short"][1][:max_examples].tolist()
-        )
-        s["texts"] = {r: t for r, t in s["texts"].items() if r in keep}
-        if s["ids"]:
-            flagged = set(s["long"][1].tolist()) | set(s["short"][1].tolist())
-            s["ids"] = {r: i for r, i in s["ids"].items() if r in flagged}
-
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        max_examples, chars = state["limit"]
-        s = state["splits"].setdefault(batch.split, self._empty())
         lengths = batch.feature("token_lengths", tokenizer=state["tok"])
-        idx = np.flatnonzero(lengths > 0)
-        if not idx.size:
-            return state
-        lens = lengths[idx]
-        rows = idx + batch.offset
-        s["hist"].add(lens)
-        for key, longest in (("long", True), ("short", False)):
-            top_l, top_r = _top(lens, rows, self.max_flags, longest)
-            s[key] = (np.concatenate([s[key][0], top_l]), np.concatenate([s[key][1], top_r]))
-            ids = ids_at(batch, top_r - batch.offset)
-            if ids:
-                s["ids"].update(zip(top_r.tolist(), ids))
-        self._keep(s, max_examples)
-        need = [
-            r
-            for r in set(s["long"][1][:max_examples].tolist())
-            | set(s["short"][1][:max_examples].tolist())
-            if r not in s["texts"] and batch.offset <= r < batch.offset + batch.num_rows
-        ]
-        if need:
-            texts = batch.text
-            for r in need:
-                s["texts"][r] = texts[r - batch.offset].as_py()[: chars + 64]
+        state["splits"].at(batch.split).add(batch, lengths, state["limit"][1])
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        max_examples = a["limit"][0]
-        out = {**a, "splits": {}}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa = a["splits"].get(name) or self._empty()
-            sb = b["splits"].get(name) or self._empty()
-            s = {
-                "hist": sa["hist"].merge(sb["hist"]),
-                "long": tuple(np.concatenate([x, y]) for x, y in zip(sa["long"], sb["long"])),
-                "short": tuple(np.concatenate([x, y]) for x, y in zip(sa["short"], sb["short"])),
-                "texts": {**sa["texts"], **sb["texts"]},
-                "ids": {**sa["ids"], **sb["ids"]},
-            }
-            self._keep(s, max_examples)
-            out["splits"][name] = s
-        return out
+        return {**a, "splits": a["splits"].merge(b["splits"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         unit = state["unit"]
@@ -167,8 +188,8 @@ class LengthOutliers(Rule):
         judged = 0
         max_examples = ctx.max_examples
         for split in sorted(state["splits"]):
-            s = state["splits"][split]
-            hist: Histogram = s["hist"]
+            s: _Split = state["splits"][split]
+            hist = s.hist
             if hist.n < self.min_rows:
                 result.details["splits"][split] = {
                     "verdict": f"no verdict: {hist.n} non-empty rows < min_rows={self.min_rows}"
@@ -201,7 +222,7 @@ class LengthOutliers(Rule):
             ):
                 if not n:
                     continue
-                lens, rows = s[kind]
+                lens, rows = getattr(s, kind)
                 mask = lens >= edge_hi if kind == "long" else lens < edge_lo
                 rows_hit, lens_hit = rows[mask], lens[mask]
                 result.flags.extend(
@@ -212,7 +233,7 @@ class LengthOutliers(Rule):
                         action="review",
                         severity=sev,
                         score=int(n),
-                        id=s["ids"].get(int(r)),
+                        id=s.ids.get(int(r)),
                     )
                     for r, n in zip(rows_hit, lens_hit)
                 )
@@ -227,7 +248,7 @@ class LengthOutliers(Rule):
                         count=n,
                         split=split,
                         examples=[
-                            ctx.example(split, int(r), s["texts"].get(int(r)), length=int(n_))
+                            ctx.example(split, int(r), s.texts.get(int(r)), length=int(n_))
                             for r, n_ in zip(rows_hit[:max_examples], lens_hit[:max_examples])
                         ],
                         data={"threshold": edge_hi if kind == "long" else edge_lo, "unit": unit},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -9,8 +11,54 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.state import Additive, Examples, PerSplit
+from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
+
+
+@dataclass
+class _Over(Additive):
+    """The rows of one split at or over a length bound: flagged with their length and id."""
+
+    examples: Examples[tuple[int, int, str]]  # (row, length, text)
+    rows: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)  # empty without an id column
+
+    def add(self, batch: Batch, idx: np.ndarray, lengths: np.ndarray, chars: int) -> None:
+        if not idx.size:
+            return
+        self.rows.extend((idx + batch.offset).tolist())
+        self.lengths.extend(lengths[idx].tolist())
+        self.ids.extend(ids_at(batch, idx) or [])
+        room = self.examples.room
+        if room:
+            texts = batch.text
+            self.examples.extend(
+                (
+                    int(i + batch.offset),
+                    int(lengths[i]),
+                    (texts[int(i)].as_py() or "")[: chars + SNIPPET_EXTRA],
+                )
+                for i in idx[:room]
+            )
+
+
+@dataclass
+class _Split(Additive):
+    truncated: _Over  # rows longer than max_seq_len
+    cut: _Over  # rows whose prompt alone fills max_seq_len: the response is lost
+    rejected_examples: Examples[tuple[int, str]]  # (row, why the chat template rejects it)
+    rows: int = 0
+    lost: int = 0  # tokens (words without a tokenizer) past max_seq_len in truncated rows
+    rejected: int = 0
+
+    @classmethod
+    def start(cls, max_examples: int) -> _Split:
+        return cls(
+            _Over(Examples(max_examples)), _Over(Examples(max_examples)), Examples(max_examples)
+        )
 
 
 class Truncation(Rule):
@@ -88,98 +136,32 @@ class Truncation(Rule):
             "template": tok.chat_template.describe() if templated else None,
             "chat": bool(roles.messages) and not roles.text,
             "limit": (ctx.max_examples, ctx.example_chars),
-            "splits": {},
-        }
-
-    @staticmethod
-    def _empty() -> dict[str, Any]:
-        return {
-            "rows": 0,
-            "truncated": 0,
-            "lost": 0,
-            "cut": 0,
-            "flags": [],
-            "examples": [],
-            "cut_flags": [],
-            "cut_examples": [],
-            # per flagged row: its length and id (when the dataset has an id column)
-            "flag_len": [],
-            "flag_ids": [],
-            "cut_len": [],
-            "cut_ids": [],
-            # rows the chat template rejects, and (row, reason) examples of them
-            "rejected": 0,
-            "rejected_examples": [],
+            "splits": PerSplit(partial(_Split.start, ctx.max_examples)),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         limit = self.max_seq_len
-        max_examples, chars = state["limit"]
-        s = state["splits"].setdefault(batch.split, self._empty())
-        s["rows"] += batch.num_rows
+        chars = state["limit"][1]
+        s: _Split = state["splits"].at(batch.split)
+        s.rows += batch.num_rows
         full_view, prompt_view = state["views"]
         lengths = batch.feature("token_lengths", tokenizer=state["tok"], view=full_view)
         if state["template"] is not None:
             errors = batch.feature("chat_rendering", tokenizer=state["tok"]).errors
             bad = [i for i, e in enumerate(errors) if e is not None]
-            s["rejected"] += len(bad)
-            room = max_examples - len(s["rejected_examples"])
-            s["rejected_examples"].extend((i + batch.offset, errors[i]) for i in bad[:room])
+            s.rejected += len(bad)
+            s.rejected_examples.extend((i + batch.offset, errors[i]) for i in bad)
         over = np.flatnonzero(lengths > limit)
-        s["truncated"] += int(over.size)
-        s["lost"] += int((lengths[over] - limit).sum())
-        texts = None
-        if over.size:
-            s["flags"].extend((over + batch.offset).tolist())
-            s["flag_len"].extend(lengths[over].tolist())
-            s["flag_ids"].extend(ids_at(batch, over) or [])
-            need = max_examples - len(s["examples"])
-            if need > 0:
-                texts = batch.text
-                for i in over[:need]:
-                    t = texts[int(i)].as_py()
-                    s["examples"].append((int(i + batch.offset), int(lengths[i]), t[: chars + 64]))
+        s.lost += int((lengths[over] - limit).sum())
+        s.truncated.add(batch, over, lengths, chars)
         if state["prompt"]:
             plen = batch.feature("token_lengths", tokenizer=state["tok"], view=prompt_view)
-            cut = np.flatnonzero(plen >= limit)
-            s["cut"] += int(cut.size)
-            if cut.size:
-                s["cut_flags"].extend((cut + batch.offset).tolist())
-                s["cut_len"].extend(plen[cut].tolist())
-                s["cut_ids"].extend(ids_at(batch, cut) or [])
-                need = max_examples - len(s["cut_examples"])
-                if need > 0:
-                    texts = batch.text if texts is None else texts
-                    for i in cut[:need]:
-                        t = texts[int(i)].as_py()
-                        s["cut_examples"].append(
-                            (int(i + batch.offset), int(plen[i]), (t or "")[: chars + 64])
-                        )
+            s.cut.add(batch, np.flatnonzero(plen >= limit), plen, chars)
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        max_examples = a["limit"][0]
-        out = {**a, "splits": {}}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa = a["splits"].get(name, self._empty())
-            sb = b["splits"].get(name, self._empty())
-            out["splits"][name] = {
-                "rows": sa["rows"] + sb["rows"],
-                "truncated": sa["truncated"] + sb["truncated"],
-                "lost": sa["lost"] + sb["lost"],
-                "cut": sa["cut"] + sb["cut"],
-                "flags": sa["flags"] + sb["flags"],
-                "examples": (sa["examples"] + sb["examples"])[:max_examples],
-                "cut_flags": sa["cut_flags"] + sb["cut_flags"],
-                "cut_examples": (sa["cut_examples"] + sb["cut_examples"])[:max_examples],
-                **{k: sa[k] + sb[k] for k in ("flag_len", "flag_ids", "cut_len", "cut_ids")},
-                "rejected": sa["rejected"] + sb["rejected"],
-                "rejected_examples": (sa["rejected_examples"] + sb["rejected_examples"])[
-                    :max_examples
-                ],
-            }
-        return out
+        return {**a, "splits": a["splits"].merge(b["splits"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         unit = state["unit"]
@@ -194,86 +176,77 @@ class Truncation(Rule):
         )
         limit = self.max_seq_len
         for split in sorted(state["splits"]):
-            s = state["splits"][split]
-            rows = s["rows"]
-            rate = s["truncated"] / rows if rows else 0.0
-            result.metric("truncated_rows", s["truncated"], Direction.LOWER, split=split)
+            s: _Split = state["splits"][split]
+            rows = s.rows
+            truncated = len(s.truncated.rows)
+            rate = truncated / rows if rows else 0.0
+            result.metric("truncated_rows", truncated, Direction.LOWER, split=split)
             result.metric("truncated_rate", rate, Direction.LOWER, split=split)
-            result.metric(f"{unit}_lost", s["lost"], Direction.LOWER, split=split, unit=unit)
-            if s["truncated"]:
+            result.metric(f"{unit}_lost", s.lost, Direction.LOWER, split=split, unit=unit)
+            if truncated:
                 severity = Severity.ERROR if rate > self.max_rate else Severity.WARN
-                result.flags.extend(
-                    _flags(split, s["flags"], s["flag_len"], s["flag_ids"], "truncated", severity)
-                )
+                result.flags.extend(_flags(split, s.truncated, "truncated", severity))
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: {s['truncated']:,} of {rows:,} rows ({rate:.2%}) are longer "
-                            f"than max_seq_len={limit:,} {unit}; {s['lost']:,} {unit} would be cut"
+                            f"{split}: {truncated:,} of {rows:,} rows ({rate:.2%}) are longer "
+                            f"than max_seq_len={limit:,} {unit}; {s.lost:,} {unit} would be cut"
                         ),
                         key=f"{split}|truncated",
                         severity=severity,
-                        count=s["truncated"],
+                        count=truncated,
                         split=split,
                         examples=[
                             ctx.example(split, r, t, length=n, unit=unit)
-                            for r, n, t in s["examples"]
+                            for r, n, t in s.truncated.examples
                         ],
                         data={"rate": rate, "unit": unit},
                     )
                 )
             if state["template"] is not None:
-                result.metric("template_rejected_rows", s["rejected"], Direction.LOWER, split=split)
-            if s["rejected"]:
+                result.metric("template_rejected_rows", s.rejected, Direction.LOWER, split=split)
+            if s.rejected:
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: the chat template rejects {s['rejected']:,} of {rows:,} "
-                            f"rows (e.g. {s['rejected_examples'][0][1]!r}); a trainer applying "
-                            "it would fail or skip them. Their lengths were measured on the "
-                            "plain rendering"
+                            f"{split}: the chat template rejects {s.rejected:,} of {rows:,} "
+                            f"rows (e.g. {s.rejected_examples.items[0][1]!r}); a trainer "
+                            "applying it would fail or skip them. Their lengths were measured "
+                            "on the plain rendering"
                         ),
                         key=f"{split}|template_rejected",
                         severity=Severity.WARN,
-                        count=s["rejected"],
+                        count=s.rejected,
                         split=split,
                         examples=[
                             ctx.example(split, r, None, reason=reason)
-                            for r, reason in s["rejected_examples"]
+                            for r, reason in s.rejected_examples
                         ],
                         data={"template": state["template"]},
                     )
                 )
             if state["prompt"]:
-                cut_rate = s["cut"] / rows if rows else 0.0
-                result.metric("response_lost_rows", s["cut"], Direction.LOWER, split=split)
+                cut = len(s.cut.rows)
+                cut_rate = cut / rows if rows else 0.0
+                result.metric("response_lost_rows", cut, Direction.LOWER, split=split)
                 result.metric("response_lost_rate", cut_rate, Direction.LOWER, split=split)
-                if s["cut"]:
+                if cut:
                     severity = Severity.ERROR if cut_rate > self.max_rate else Severity.WARN
-                    result.flags.extend(
-                        _flags(
-                            split,
-                            s["cut_flags"],
-                            s["cut_len"],
-                            s["cut_ids"],
-                            "response_lost",
-                            severity,
-                        )
-                    )
+                    result.flags.extend(_flags(split, s.cut, "response_lost", severity))
                     result.findings.append(
                         Finding(
                             message=(
-                                f"{split}: {s['cut']:,} of {rows:,} rows ({cut_rate:.2%}) have a "
+                                f"{split}: {cut:,} of {rows:,} rows ({cut_rate:.2%}) have a "
                                 f"prompt of at least max_seq_len={limit:,} {unit}: the response is "
                                 "cut off entirely and the row trains on nothing"
                             ),
                             key=f"{split}|response_lost",
                             severity=severity,
-                            count=s["cut"],
+                            count=cut,
                             split=split,
                             examples=[
                                 ctx.example(split, r, t, prompt_length=n, unit=unit)
-                                for r, n, t in s["cut_examples"]
+                                for r, n, t in s.cut.examples
                             ],
                             data={"rate": cut_rate, "unit": unit},
                         )
@@ -289,10 +262,10 @@ def _measured_on(state: dict[str, Any]) -> str:
     return "the text view"
 
 
-def _flags(split, rows, lengths, ids, kind, severity) -> list[Flag]:
+def _flags(split: str, over: _Over, kind: str, severity: Severity) -> list[Flag]:
     action = "drop" if kind == "response_lost" else "review"
-    ids = ids or [None] * len(rows)
+    ids = over.ids or [None] * len(over.rows)
     return [
         Flag(split, r, detail=kind, action=action, severity=severity, score=n, id=row_id)
-        for r, n, row_id in zip(rows, lengths, ids)
+        for r, n, row_id in zip(over.rows, over.lengths, ids)
     ]

@@ -13,6 +13,7 @@ from ...errors import ConfigError
 from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
+from ...sketches.state import PerSplit, merge_values
 from ...stats import chi2_contingency
 from .._drift import DriftRule, comparison_plan, pair_label
 from .._origin import check_origin, state_origin
@@ -113,7 +114,7 @@ class MixtureProportions(DriftRule):
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "unit": tok.unit,
-            "splits": {},
+            "splits": PerSplit(dict),
             "kinds": {},
         }
 
@@ -130,7 +131,7 @@ class MixtureProportions(DriftRule):
         lengths = batch.feature("token_lengths", tokenizer=state["tok"])
         hashes = batch.feature("normalized_hash")
         state["kinds"][batch.split] = batch.kind
-        split = state["splits"].setdefault(batch.split, {})
+        split = state["splits"].at(batch.split)  # source -> counts
         rows = np.bincount(codes, minlength=len(names))
         toks = np.bincount(codes, weights=np.maximum(lengths, 0), minlength=len(names))
         nonnull = np.bincount(codes, weights=(hashes != 0), minlength=len(names))
@@ -153,23 +154,9 @@ class MixtureProportions(DriftRule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        splits: dict[str, Any] = {}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa, sb = a["splits"].get(name, {}), b["splits"].get(name, {})
-            merged = {}
-            for src in list(sa) + [s for s in sb if s not in sa]:
-                x, y = sa.get(src), sb.get(src)
-                if x is None or y is None:
-                    merged[src] = x or y
-                    continue
-                merged[src] = {
-                    "rows": x["rows"] + y["rows"],
-                    "tokens": x["tokens"] + y["tokens"],
-                    "texts": x["texts"] + y["texts"],
-                    "distinct": x["distinct"].merge(y["distinct"]),
-                }
-            splits[name] = merged
-        return {**a, "splits": splits, "kinds": {**a["kinds"], **b["kinds"]}}
+        # per split and source: counts add, the distinct counters merge
+        splits = a["splits"].merge(b["splits"])
+        return {**a, "splits": splits, "kinds": merge_values(a["kinds"], b["kinds"])}
 
     def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.sampling import BottomK, row_keys
+from ...sketches.state import PerSplit, merge_values
 from ...stats import auc_confidence_interval
 from .._drift import (
     DriftRule,
@@ -98,12 +100,11 @@ class DomainShift(DriftRule):
         return None
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
-        return {"origin": state_origin(self, ctx), "seed": ctx.seed, "splits": {}, "kinds": {}}
+        splits = PerSplit(partial(BottomK, self.sample_size))
+        return {"origin": state_origin(self, ctx), "seed": ctx.seed, "splits": splits, "kinds": {}}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        sample = state["splits"].get(batch.split)
-        if sample is None:
-            sample = state["splits"][batch.split] = BottomK(self.sample_size)
+        sample = state["splits"].at(batch.split)
         state["kinds"][batch.split] = batch.kind
         text = batch.text
         idx = np.flatnonzero(text.is_valid().to_numpy(zero_copy_only=False))  # nulls: no text
@@ -117,10 +118,8 @@ class DomainShift(DriftRule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        splits = dict(a["splits"])
-        for name, s in b["splits"].items():
-            splits[name] = splits[name].merge(s) if name in splits else s
-        return {**a, "splits": splits, "kinds": {**a["kinds"], **b["kinds"]}}
+        splits = a["splits"].merge(b["splits"])
+        return {**a, "splits": splits, "kinds": merge_values(a["kinds"], b["kinds"])}
 
     def sketch(self, state: dict[str, Any]) -> dict[str, Any]:
         # texts are not written into reports: a saved report cannot serve as this reference

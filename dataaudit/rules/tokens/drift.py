@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -11,9 +13,29 @@ from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.hashing import splitmix64
 from ...sketches.histogram import CountVector
+from ...sketches.state import PerSplit, merge_values
 from ...stats import js_divergence, js_terms
 from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
 from .._origin import check_origin, state_origin
+
+
+@dataclass
+class _Halves:
+    """One split's token counts in two seeded random halves of its rows: the pair's divergence
+    is the noise floor a drift must clear."""
+
+    halves: list[CountVector]
+    rows: list[int]  # rows with tokens, per half
+
+    @classmethod
+    def start(cls, size: int) -> _Halves:
+        return cls([CountVector(size), CountVector(size)], [0, 0])
+
+    def merge(self, other: _Halves) -> _Halves:
+        return _Halves(
+            [a.merge(b) for a, b in zip(self.halves, other.halves)],
+            [a + b for a, b in zip(self.rows, other.rows)],
+        )
 
 
 def half_of(rows: np.ndarray, seed: int) -> np.ndarray:
@@ -98,7 +120,7 @@ class TokenDrift(DriftRule):
             "unit": tok.unit,
             "size": tok.vocab_size,
             "seed": ctx.seed,
-            "splits": {},
+            "splits": PerSplit(partial(_Halves.start, tok.vocab_size)),
             "kinds": {},
             # word fallback: bucket -> the first word counted in it, in input order (bounded by
             # the number of buckets); the names travel with the state, so a worker's words are
@@ -108,20 +130,15 @@ class TokenDrift(DriftRule):
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         toks = batch.feature("tokens", tokenizer=state["tok"])
-        s = state["splits"].get(batch.split)
-        if s is None:
-            s = state["splits"][batch.split] = {
-                "halves": [CountVector(state["size"]), CountVector(state["size"])],
-                "rows": [0, 0],
-            }
+        s: _Halves = state["splits"].at(batch.split)
         state["kinds"][batch.split] = batch.kind
         half = half_of(batch.row_ids, state["seed"])
         valid = toks.lengths >= 0
         for h in (0, 1):
-            s["rows"][h] += int(np.count_nonzero(valid & (half == h)))
+            s.rows[h] += int(np.count_nonzero(valid & (half == h)))
         token_half = np.repeat(half, np.maximum(toks.lengths, 0))
         for h in (0, 1):
-            s["halves"][h].add(toks.ids[token_half == h])
+            s.halves[h].add(toks.ids[token_half == h])
         if toks.words is not None:
             names = state["names"]
             for bucket, word in zip(toks.words[0].tolist(), toks.words[1]):
@@ -131,20 +148,10 @@ class TokenDrift(DriftRule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        splits = {}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa, sb = a["splits"].get(name), b["splits"].get(name)
-            if sa is None or sb is None:
-                splits[name] = sa or sb
-                continue
-            splits[name] = {
-                "halves": [sa["halves"][h].merge(sb["halves"][h]) for h in (0, 1)],
-                "rows": [sa["rows"][h] + sb["rows"][h] for h in (0, 1)],
-            }
         return {
             **a,
-            "splits": splits,
-            "kinds": {**a["kinds"], **b["kinds"]},
+            "splits": a["splits"].merge(b["splits"]),
+            "kinds": merge_values(a["kinds"], b["kinds"]),
             "names": {**b["names"], **a["names"]},  # b's rows come after a's: a's names win
         }
 
@@ -154,7 +161,7 @@ class TokenDrift(DriftRule):
             "unit": state["unit"],
             "kinds": dict(state["kinds"]),
             "splits": {
-                n: {"rows": list(s["rows"]), "halves": [h.to_dict() for h in s["halves"]]}
+                n: {"rows": list(s.rows), "halves": [h.to_dict() for h in s.halves]}
                 for n, s in sorted(state["splits"].items())
             },
         }
@@ -163,28 +170,25 @@ class TokenDrift(DriftRule):
             # if the reference split counts it at least 2 x min_count times: name just those.
             total = CountVector(state["size"])
             for s in state["splits"].values():
-                total = total.merge(s["halves"][0]).merge(s["halves"][1])
+                total = total.merge(s.halves[0]).merge(s.halves[1])
             frequent = np.flatnonzero(total.counts >= 2 * self.min_count).tolist()
             out["names"] = {str(i): state["names"][i] for i in frequent if i in state["names"]}
         return out
 
     @staticmethod
-    def _from_sketch(data: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "rows": list(data["rows"]),
-            "halves": [CountVector.from_dict(h) for h in data["halves"]],
-        }
+    def _from_sketch(data: dict[str, Any]) -> _Halves:
+        return _Halves([CountVector.from_dict(h) for h in data["halves"]], list(data["rows"]))
 
-    def compare(self, base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-        n = max(base["halves"][0].size, other["halves"][0].size)
+    def compare(self, base: _Halves, other: _Halves) -> dict[str, Any]:
+        n = max(base.halves[0].size, other.halves[0].size)
 
         def dense(cv: CountVector) -> np.ndarray:
             out = np.zeros(n, np.int64)
             out[: cv.size] = cv.counts
             return out
 
-        bh = [dense(h) for h in base["halves"]]
-        oh = [dense(h) for h in other["halves"]]
+        bh = [dense(h) for h in base.halves]
+        oh = [dense(h) for h in other.halves]
         p, q = bh[0] + bh[1], oh[0] + oh[1]
         n_p, n_q = int(p.sum()), int(q.sum())
         pooled = p + q
@@ -254,7 +258,7 @@ class TokenDrift(DriftRule):
             )
             other = state["splits"][split]
             label = pair_label(origin, base_name, split)
-            smallest = min(min(base["rows"]), min(other["rows"])) * 2
+            smallest = min(min(base.rows), min(other.rows)) * 2
             if smallest < self.min_rows:
                 notes.append(f"{label}: no verdict (a split has < min_rows={self.min_rows} rows)")
                 continue
@@ -265,7 +269,7 @@ class TokenDrift(DriftRule):
                     (base_name if origin == "train" else f"reference {base_name}", base),
                     (split, other),
                 )
-                if not sum(h.total for h in s["halves"])
+                if not sum(h.total for h in s.halves)
             ]
             if empty:
                 verb = "has" if len(empty) == 1 else "have"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -9,8 +11,28 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.state import Additive, Examples, PerSplit
+from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
+
+
+def _most_unknown_first(item: tuple[int, int, float, str]) -> tuple[int, int]:
+    return -item[0], item[1]
+
+
+@dataclass
+class _Split(Additive):
+    #: (unknown tokens, row, rate, text) of the rows with the most unknown tokens
+    worst: Examples[tuple[int, int, float, str]]
+    tokens: int = 0
+    unknown: int = 0
+    rows_with: int = 0
+    flags: list[tuple[int, float, str | None]] = field(default_factory=list)  # (row, rate, id)
+
+    @classmethod
+    def start(cls, max_examples: int) -> _Split:
+        return cls(Examples(max_examples, key=_most_unknown_first))
 
 
 class UnknownTokens(Rule):
@@ -69,20 +91,15 @@ class UnknownTokens(Rule):
             "origin": state_origin(self, ctx, tokenizer=tok.key),
             "tok": tok.key,
             "limit": (ctx.max_examples, ctx.example_chars),
-            "splits": {},
+            "splits": PerSplit(partial(_Split.start, ctx.max_examples)),
         }
-
-    @staticmethod
-    def _empty() -> dict[str, Any]:
-        # flags: (row, its unknown rate, its id or None)
-        return {"tokens": 0, "unknown": 0, "rows_with": 0, "flags": [], "worst": []}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         handle = batch.resources.tokenizer_named(state["tok"])
-        s = state["splits"].setdefault(batch.split, self._empty())
+        s: _Split = state["splits"].at(batch.split)
         toks = batch.feature("tokens", tokenizer=state["tok"])
         lengths = np.maximum(toks.lengths, 0)
-        s["tokens"] += int(lengths.sum())
+        s.tokens += int(lengths.sum())
         table = handle.unknown_table
         if table is None or not table.any() or toks.ids.size == 0:
             return state
@@ -93,47 +110,30 @@ class UnknownTokens(Rule):
         if not hit.any():
             return state
         per_row = np.bincount(toks.row_ids()[hit], minlength=lengths.size)
-        s["unknown"] += int(per_row.sum())
-        s["rows_with"] += int(np.count_nonzero(per_row))
+        s.unknown += int(per_row.sum())
+        s.rows_with += int(np.count_nonzero(per_row))
         rate = np.divide(per_row, lengths, out=np.zeros(lengths.size), where=lengths > 0)
         flagged = np.flatnonzero(rate > self.max_row_rate)
         ids = ids_at(batch, flagged) or [None] * flagged.size
-        s["flags"].extend(zip((flagged + batch.offset).tolist(), rate[flagged].tolist(), ids))
+        s.flags.extend(zip((flagged + batch.offset).tolist(), rate[flagged].tolist(), ids))
         max_examples, chars = state["limit"]
         cand = np.flatnonzero(per_row)
         cand = cand[np.lexsort((cand, -per_row[cand]))][:max_examples]
         texts = batch.text
-        s["worst"].extend(
+        s.worst.extend(
             (
                 int(per_row[i]),
                 int(i + batch.offset),
                 float(rate[i]),
-                (texts[int(i)].as_py() or "")[: chars + 64],
+                (texts[int(i)].as_py() or "")[: chars + SNIPPET_EXTRA],
             )
             for i in cand
         )
-        s["worst"] = self._best(s["worst"], max_examples)
         return state
-
-    @staticmethod
-    def _best(items: list[tuple], k: int) -> list[tuple]:
-        return sorted(items, key=lambda t: (-t[0], t[1]))[:k]
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        k = a["limit"][0]
-        out = {**a, "splits": {}}
-        for name in list(a["splits"]) + [n for n in b["splits"] if n not in a["splits"]]:
-            sa = a["splits"].get(name, self._empty())
-            sb = b["splits"].get(name, self._empty())
-            out["splits"][name] = {
-                "tokens": sa["tokens"] + sb["tokens"],
-                "unknown": sa["unknown"] + sb["unknown"],
-                "rows_with": sa["rows_with"] + sb["rows_with"],
-                "flags": sa["flags"] + sb["flags"],
-                "worst": self._best(sa["worst"] + sb["worst"], k),
-            }
-        return out
+        return {**a, "splits": a["splits"].merge(b["splits"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         handle = ctx.resources.tokenizer_named(state["tok"])
@@ -147,29 +147,29 @@ class UnknownTokens(Rule):
                 "every byte is representable, so the rate is 0 by construction"
             )
         for split in sorted(state["splits"]):
-            s = state["splits"][split]
-            rate = s["unknown"] / s["tokens"] if s["tokens"] else 0.0
+            s: _Split = state["splits"][split]
+            rate = s.unknown / s.tokens if s.tokens else 0.0
             result.metric("unknown_rate", rate, Direction.LOWER, split=split)
-            result.metric("rows_with_unknown", s["rows_with"], Direction.LOWER, split=split)
+            result.metric("rows_with_unknown", s.rows_with, Direction.LOWER, split=split)
             result.flags.extend(
                 Flag(split, r, detail="unknown_tokens", action="review", score=rate, id=row_id)
-                for r, rate, row_id in s["flags"]
+                for r, rate, row_id in s.flags
             )
             if rate > self.max_rate:
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: {s['unknown']:,} of {s['tokens']:,} tokens ({rate:.3%}) are "
-                            f"unknown or byte-fallback, in {s['rows_with']:,} rows"
+                            f"{split}: {s.unknown:,} of {s.tokens:,} tokens ({rate:.3%}) are "
+                            f"unknown or byte-fallback, in {s.rows_with:,} rows"
                         ),
                         key=f"{split}|unknown",
-                        count=s["rows_with"],
+                        count=s.rows_with,
                         split=split,
                         examples=[
                             ctx.example(split, r, t, unknown_tokens=n, rate=round(rr, 4))
-                            for n, r, rr, t in s["worst"]
+                            for n, r, rr, t in s.worst
                         ],
-                        data={"rate": rate, "rows_flagged": len(s["flags"])},
+                        data={"rate": rate, "rows_flagged": len(s.flags)},
                     )
                 )
         return result
