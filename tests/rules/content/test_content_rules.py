@@ -84,14 +84,3 @@ def test_chat_fixture(fixtures_dir, ground_truth):
 )
 def test_mojibake_detection(text, expected):
     assert is_mojibake(text) is expected
-
-
-def test_prompt_response_and_invisible_only_text():
-    rows = [
-        {"prompt": "Say hi", "response": "\u200b \u00a0"},
-        {"prompt": "Say hi", "response": "hi"},
-        {"prompt": "", "response": ""},
-    ]
-    report = audit(rows, select=["TXT001"])
-    assert flagged(report, "TXT001", "empty_response") == [0, 2]
-    assert flagged(report, "TXT001", "empty_text") == [2]

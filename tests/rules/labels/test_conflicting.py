@@ -40,24 +40,6 @@ def test_chat_identical_prompts_are_info(fixtures_dir):
     assert report.status("LBL001") == "pass"
 
 
-def test_mixed_types_and_nulls_do_not_crash():
-    rows = [
-        {"text": "same words here", "label": "1"},
-        {"text": "Same  words here", "label": 1},
-        {"text": "same words here", "label": None},
-        {"text": "other text", "label": True},
-        {"text": "other text", "label": True},
-        {"text": None, "label": "x"},
-        {"text": "  ", "label": "x"},
-        {"text": "", "label": "y"},
-    ]
-    report = da.audit({"train": rows}, select=["LBL001"], text="text", label="label")
-    res = report.result("LBL001")
-    assert report.status("LBL001") in ("pass", "warn")
-    # int 1 and string "1" are the same class key; null labels and blank inputs are left out
-    assert res["details"]["groups"] == []
-
-
 def test_int_and_bool_labels_conflict():
     rows = [{"text": f"row {i}", "label": i % 2} for i in range(6)]
     rows += [{"text": "row 0", "label": 1}]
