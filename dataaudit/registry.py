@@ -160,6 +160,8 @@ def with_extra_rules(ruleset: RuleSet, classes: list[type[Rule]] | None) -> Rule
             cls.validate_class()
         except PluginError as exc:
             raise ConfigError(f"extra_rules: {exc}") from None
+        if ruleset.rules.get(cls.code) is cls:
+            continue  # already registered (a plugin installed while it is developed)
         if out.rules.get(cls.code, cls) is not cls:
             raise ConfigError(
                 f"extra_rules: {cls.code} is already the code of "

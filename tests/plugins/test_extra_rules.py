@@ -78,3 +78,17 @@ def test_extra_rules_are_checked_like_plugins():
 
     with pytest.raises(ConfigError, match="a code is 2-5 capital letters"):
         audit(ROWS, extra_rules=[BadCode])
+
+
+def test_a_rule_its_installed_plugin_registered_may_be_passed_again():
+    from dataaudit.registry import RuleSet, with_extra_rules
+
+    installed = RuleSet({"MYR001": LongRows}, {"MYR001": "my-plugin"})  # pip install -e .
+    out = with_extra_rules(installed, [LongRows])
+    assert out.rules["MYR001"] is LongRows and out.origin["MYR001"] == "my-plugin"
+
+    class Other(LongRows):
+        code = "MYR002"
+
+    with pytest.raises(ConfigError, match="prefix MYR, which belongs to my-plugin"):
+        with_extra_rules(installed, [Other])  # its prefix is still the plugin's
