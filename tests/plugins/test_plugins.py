@@ -1,41 +1,40 @@
-"""A real installed plugin package: its rule runs; broken and colliding entries are reported."""
+"""Installed plugin packages: the example plugin (examples/dataaudit-shouting) is listed, runs and
+passes its own tests; broken, exiting and colliding entries (tests/plugins/fake_plugin) are
+reported, never fatal."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
+from tests import ROOT
+
+EXAMPLE = ROOT / "examples" / "dataaudit-shouting"
+FAKE = Path(__file__).parent / "fake_plugin"
 
 
 @pytest.fixture(scope="module")
-def plugin_env(tmp_path_factory) -> dict[str, str]:
-    target = tmp_path_factory.mktemp("site")
-    build = tmp_path_factory.mktemp("build")
+def installed(tmp_path_factory) -> tuple[dict[str, str], Path]:
+    """Both packages pip-installed into a folder of their own (copied first, so the build leaves
+    nothing in the repository); the environment that puts it on the path, and the example's
+    copy."""
+    work = tmp_path_factory.mktemp("plugins")
+    example, fake = work / "example", work / "fake"
+    for src, dst in ((EXAMPLE, example), (FAKE, fake)):
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(HERE / "fake_plugin"),
-        ],
-        check=True,
-        cwd=build,
+        [*pip, "--target", str(work / "site"), str(example), str(fake)], check=True, cwd=work
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(target) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    env["PYTHONPATH"] = str(work / "site") + os.pathsep + env.get("PYTHONPATH", "")
+    return env, example
 
 
 def run(args, env, **kw):
@@ -49,49 +48,62 @@ def run(args, env, **kw):
 
 
 @pytest.mark.slow
-def test_installed_plugin_rule_is_listed_and_runs(plugin_env, tmp_path):
-    out = run(["rules", "--json"], plugin_env)
-    assert out.returncode == 0, out.stderr
-    listing = json.loads(out.stdout)
-    fake = [r for r in listing["rules"] if r["code"] == "FAKE001"]
-    assert fake and fake[0]["origin"] == "dataaudit-fake-plugin"
-    data = tmp_path / "train.jsonl"
-    data.write_text('{"text": "BUY NOW"}\n{"text": "a calm sentence"}\n')
-    out = run(
-        ["audit", str(data), "--select", "FAKE", "--json", str(tmp_path / "r.json")], plugin_env
-    )
-    assert out.returncode == 0, out.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
-    assert report["results"][0]["code"] == "FAKE001"
-    assert report["results"][0]["metrics"][0]["value"] == 1
-    assert out.returncode == 0
-
-
-@pytest.mark.slow
-def test_broken_and_colliding_plugins_are_reported_not_fatal(plugin_env, tmp_path):
-    listing = json.loads(run(["rules", "--json"], plugin_env).stdout)
+def test_plugins_are_listed_and_broken_or_colliding_ones_reported(installed):
+    env, _ = installed
+    listing = json.loads(run(["rules", "--json"], env).stdout)
+    shout = [r for r in listing["rules"] if r["code"] == "SHOUT001"]
+    assert shout and shout[0]["origin"] == "dataaudit-shouting"
     errors = "\n".join(listing["plugin_errors"])
     assert "broken on purpose" in errors
     assert "TXT901" in errors and "belongs to dataaudit" in errors
     assert "TXT901" not in [r["code"] for r in listing["rules"]]
-    data = tmp_path / "train.jsonl"
-    data.write_text('{"text": "fine"}\n')
-    out = run(["audit", str(data), "--json", str(tmp_path / "r.json")], plugin_env)
-    assert out.returncode == 0
-    assert "plugin error" in out.stdout
-    assert len(json.loads((tmp_path / "r.json").read_text())["plugin_errors"]) == 3
 
 
 @pytest.mark.slow
-def test_a_plugin_that_exits_at_import_does_not_take_over_the_exit_code(plugin_env, tmp_path):
+def test_a_plugin_rule_runs_when_selected_and_plugin_errors_do_not_stop_the_audit(
+    installed, tmp_path
+):
+    env, _ = installed
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"text": "BUY NOW"}\n{"text": "a calm sentence"}\n')
+    out = run(
+        ["audit", str(data), "--select", "TXT,SHOUT", "--json", str(tmp_path / "r.json")], env
+    )
+    assert out.returncode == 0, out.stderr  # SHOUT001 warns; the gate fails on errors
+    assert "plugin error" in out.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["plugin_errors"]) == 3
+    (shout,) = [r for r in report["results"] if r["code"] == "SHOUT001"]
+    assert shout["status"] == "warn" and shout["metrics"][0]["value"] == 1
+
+
+@pytest.mark.slow
+def test_a_plugin_that_exits_at_import_does_not_take_over_the_exit_code(installed, tmp_path):
+    env, _ = installed
     data = tmp_path / "train.jsonl"
     data.write_text('{"text": "fine"}\n{"text": ""}\n')  # an empty row: a warn
     report = tmp_path / "r.json"
-    out = run(["audit", str(data), "--fail-on", "warn", "--json", str(report)], plugin_env)
+    out = run(["audit", str(data), "--fail-on", "warn", "--json", str(report)], env)
     assert out.returncode == 1, out.stderr  # the gate failed; sys.exit(0) did not make it pass
     errors = json.loads(report.read_text())["plugin_errors"]
     assert any("exits" in e and "called sys.exit(0) while loading" in e for e in errors)
     assert "gate FAILED" in out.stdout and "sys.exit(0)" in out.stdout
+
+
+@pytest.mark.slow
+def test_the_example_plugin_passes_its_own_tests_installed(installed):
+    """Its tests (the conformance suite among them) run against the installed package, from
+    outside its folder, as a plugin author's CI would."""
+    env, example = installed
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(example / "tests")],
+        env=env,
+        cwd=example.parent,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "4 passed" in out.stdout
 
 
 @pytest.mark.parametrize(
@@ -139,12 +151,3 @@ def test_ctrl_c_during_plugin_loading_still_stops(monkeypatch):
             registry.load_rules()
     finally:
         registry.load_rules.cache_clear()
-
-
-@pytest.mark.slow
-def test_plugin_passes_the_conformance_suite(plugin_env):
-    code = "from dataaudit.testing import check_rule; from dataaudit_fake_plugin import ShoutingText; check_rule(ShoutingText); print('ok')"
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=plugin_env, capture_output=True, text=True
-    )
-    assert out.stdout.strip() == "ok", out.stderr
