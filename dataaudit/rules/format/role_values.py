@@ -11,12 +11,20 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.text import ASSISTANT_ROLES
 from ...rowcheck import Category, RowCheckRule
 from ...rule import ROLE_NAMES, TEXT_ROLES, RuleResult, Severity
 
 
 def _is_string_type(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _calls_tools(msg: dict[str, Any]) -> bool:
+    """An OpenAI tool-call turn: ``tool_calls`` (a non-empty list) or the older
+    ``function_call`` (an object) stand in for the content, which is then null or absent."""
+    calls = msg.get("tool_calls")
+    return (isinstance(calls, list) and bool(calls)) or isinstance(msg.get("function_call"), dict)
 
 
 def _bad_message(msg: Any) -> bool:
@@ -26,6 +34,8 @@ def _bad_message(msg: Any) -> bool:
     content = msg.get("content", msg.get("value"))
     if not isinstance(role, str) or not role:
         return True
+    if content is None and role in ASSISTANT_ROLES and _calls_tools(msg):
+        return False
     return not isinstance(content, (str, list))
 
 
@@ -37,10 +47,11 @@ class RoleValues(RowCheckRule):
         flags null values; for text columns also values that are not strings (a number or a list
         where text belongs; readers keep these as their JSON text and mark them); for a chat
         ``messages`` column, rows that are not a list of ``{"role": ..., "content": ...}``
-        objects, with a missing role or a missing/null content. Flagged rows have the action
-        ``drop`` for the columns a model reads (text, prompt, input, response, messages: the row
-        would train on "None" or crash) and ``review`` for label, source and id values; a finding
-        raised to an error (no row readable) raises its flags with it.
+        objects, with a missing role or a missing/null content (an assistant turn that calls
+        tools, OpenAI's ``content: null`` with ``tool_calls``, is not malformed). Flagged rows
+        have the action ``drop`` for the columns a model reads (text, prompt, input, response,
+        messages: the row would train on "None" or crash) and ``review`` for label, source and
+        id values; a finding raised to an error (no row readable) raises its flags with it.
 
     Why it matters:
         Tokenizers and chat templates either crash on these rows mid-training or, worse,
