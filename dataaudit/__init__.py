@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AuditConfig",
     "Category",
+    "Coverage",
     "DataAuditError",
     "Direction",
     "Finding",
@@ -37,7 +38,17 @@ if TYPE_CHECKING:
     from .report import Report
     from .report.diff import diff
     from .rowcheck import Category, RowCheckRule
-    from .rule import Direction, Finding, Flag, Metric, Rule, RuleResult, Severity, Status
+    from .rule import (
+        Coverage,
+        Direction,
+        Finding,
+        Flag,
+        Metric,
+        Rule,
+        RuleResult,
+        Severity,
+        Status,
+    )
 
 _LAZY = {
     "audit": ("api", "audit"),
@@ -47,6 +58,7 @@ _LAZY = {
     "diff": ("report.diff", "diff"),
     "Rule": ("rule", "Rule"),
     "RuleResult": ("rule", "RuleResult"),
+    "Coverage": ("rule", "Coverage"),
     "Finding": ("rule", "Finding"),
     "Severity": ("rule", "Severity"),
     "Status": ("rule", "Status"),

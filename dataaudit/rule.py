@@ -26,6 +26,7 @@ __all__ = [
     "ACTIONS",
     "ROLE_NAMES",
     "TEXT_ROLES",
+    "Coverage",
     "Direction",
     "Finding",
     "Flag",
@@ -232,6 +233,47 @@ class Flag:
             object.__setattr__(self, "id", str(self.id))
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How much of its scope a rule examined, when that can be less than all of it.
+
+    "Passed means read everything and found nothing": a rule that reads or scores only part of
+    the rows it is about (a cap, a sample) says so here, and the verdict says so too. ``examined``
+    of ``in_scope`` (e.g. the labeled rows of every split; ``unit`` names what is counted) and,
+    when they differ, ``reason``: why, and the option that lifts it. A rule that reads every row
+    leaves ``RuleResult.coverage`` None.
+    """
+
+    examined: int
+    in_scope: int
+    reason: str | None = None
+    unit: str = "rows"
+
+    def __post_init__(self) -> None:
+        for name in ("examined", "in_scope"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"Coverage {name}={value!r}: expected a count (int >= 0)")
+            object.__setattr__(self, name, int(value))
+        if self.examined > self.in_scope:
+            raise ValueError(f"Coverage examined={self.examined} exceeds in_scope={self.in_scope}")
+        if not self.complete and not self.reason:
+            raise ValueError("a partial Coverage needs its reason (what capped it, how to lift it)")
+
+    @property
+    def complete(self) -> bool:
+        return self.examined >= self.in_scope
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "examined": self.examined,
+            "in_scope": self.in_scope,
+            "complete": self.complete,
+            "unit": self.unit,
+            "reason": None if self.complete else self.reason,
+        }
+
+
 @dataclass
 class RuleResult:
     metrics: list[Metric] = field(default_factory=list)
@@ -240,6 +282,8 @@ class RuleResult:
     thresholds: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None  # reason, when the rule could not give a verdict
+    #: what share of its scope the rule examined; None: every row in scope (the default)
+    coverage: Coverage | None = None
 
     def metric(
         self,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rule import Direction, Finding, Flag, Metric, RuleResult, Severity
+from ..rule import Coverage, Direction, Finding, Flag, Metric, RuleResult, Severity
 from .state import RuleRun
 
 __all__ = ["check_result"]
@@ -96,6 +96,12 @@ def _reportable(result: Any) -> None:
     if not isinstance(result, RuleResult):
         raise _NotReportable(f"finish() returned a {type(result).__name__}, not a RuleResult")
     _check_str(result.skipped, "skipped")
+    if result.coverage is not None:
+        if not isinstance(result.coverage, Coverage):
+            kind = type(result.coverage).__name__
+            raise _NotReportable(f"coverage: {kind} is not a Coverage")
+        _check_str(result.coverage.reason, "coverage.reason")
+        _check_str(result.coverage.unit, "coverage.unit", optional=False)
     for i, m in enumerate(result.metrics):
         where = f"metrics[{i}]"
         if not isinstance(m, Metric):

@@ -63,6 +63,8 @@ _ADDED_IN = {
     "files": (1, 4),
     "baseline": (1, 4),
     "timings": (1, 5),
+    "coverage": (1, 6),
+    "partial_coverage": (1, 6),
 }
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),

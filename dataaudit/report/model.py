@@ -44,9 +44,12 @@ def _result_dict(
         "details": {},
         "flagged_rows": 0,
         "seconds": round(outcome.seconds, 6),
+        "coverage": None,
     }
     if res is None or outcome.error is not None:
         return out
+    if res.coverage is not None and res.skipped is None:
+        out["coverage"] = res.coverage.to_dict()
     out["metrics"] = [m.to_dict() for m in res.metrics]
     out["thresholds"] = res.thresholds
     out["details"] = res.details
@@ -131,6 +134,17 @@ def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: st
             verb = "skipped" if r["status"] == "skipped" else "errored"
             reasons.append(f"{code} required but {verb}: {_short(r['message'])}")
     return reasons
+
+
+def partial_coverage(results: list[dict[str, Any]]) -> list[str]:
+    """The codes of the rules that gave a verdict on part of their scope only (a cap, a
+    sample): a pass from them is not "read everything and found nothing"."""
+    return [
+        r["code"]
+        for r in results
+        if (r.get("coverage") or {}).get("complete") is False
+        and r["status"] not in ("error", "skipped")
+    ]
 
 
 class Report:
@@ -222,6 +236,7 @@ class Report:
                 **counts,
                 "flagged_rows": flags.select("split", "row").n_unique(),
                 "suppressed": suppressed,
+                "partial_coverage": partial_coverage(results),
             },
             "results": results,
             "resources": {"tokenizer": None, **(resources or {})},

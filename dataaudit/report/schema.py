@@ -15,8 +15,9 @@ from ..rule import ACTIONS, Direction, Severity, Status
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer);
 # 1.4: findings "suppressed" by a baseline (gate.baseline, summary.suppressed), the "files" of
-# each split, and a metric's optional "noise"; 1.5: "timings" (stages, scan, each rule's phases)
-SCHEMA_VERSION = "1.5"
+# each split, and a metric's optional "noise"; 1.5: "timings" (stages, scan, each rule's phases);
+# 1.6: each result's "coverage" (rows examined of the rows in scope) and summary.partial_coverage
+SCHEMA_VERSION = "1.6"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -144,6 +145,7 @@ def report_schema() -> dict[str, Any]:
             "details": {"type": "object"},
             "flagged_rows": {"type": "integer", "minimum": 0},
             "seconds": {"type": "number", "minimum": 0},
+            "coverage": _coverage_schema(),
         }
     )
     split = _obj(
@@ -223,6 +225,12 @@ def report_schema() -> dict[str, Any]:
                         **counts,
                         "flagged_rows": {"type": "integer"},
                         "suppressed": {"type": "integer", "minimum": 0},
+                        "partial_coverage": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "codes of the rules that gave their verdict on part "
+                            "of their scope (a cap or a sample; see each result's coverage)",
+                        },
                     }
                 ),
                 "results": {"type": "array", "items": result},
@@ -233,6 +241,25 @@ def report_schema() -> dict[str, Any]:
                 "flags": _flags_schema(),
             }
         ),
+    }
+
+
+def _coverage_schema() -> dict[str, Any]:
+    """What share of its scope a rule examined (null: every row in scope)."""
+    count = {"type": "integer", "minimum": 0}
+    return {
+        **_obj(
+            {
+                "examined": count,
+                "in_scope": count,
+                "complete": {"type": "boolean"},
+                "unit": {"type": "string"},
+                "reason": {"type": ["string", "null"]},
+            }
+        ),
+        "type": ["object", "null"],
+        "description": "rows the rule examined of the rows in its scope, and why it examined "
+        "fewer (a cap or a sample, and the option that lifts it); null: every row in scope",
     }
 
 

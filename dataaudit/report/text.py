@@ -43,6 +43,27 @@ def skipped_groups(results: list[dict[str, Any]]) -> str:
     return "; ".join(f"{', '.join(codes)}: {plain(why, 80)}" for why, codes in groups.items())
 
 
+def partial_results(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results that gave a verdict on part of their scope (reports before schema 1.6 have
+    no coverage: none)."""
+    return [
+        r
+        for r in data["results"]
+        if (r.get("coverage") or {}).get("complete") is False
+        and r["status"] not in ("error", "skipped")
+    ]
+
+
+def coverage_line(r: dict[str, Any]) -> str:
+    """``LBL004 examined 100 of 5,000 rows (2.0%): why`` (safe for a terminal)."""
+    c = r["coverage"]
+    share = c["examined"] / c["in_scope"] if c["in_scope"] else 0.0
+    return (
+        f"{plain(r['code'], 20)} examined {c['examined']:,} of {c['in_scope']:,} "
+        f"{plain(c.get('unit') or 'rows', 20)} ({share:.1%}): {plain(c.get('reason'), 240)}"
+    )
+
+
 def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     def paint(status: str, text: str) -> str:
         return f"\x1b[{_COLORS[status]}m{text}\x1b[0m" if color else text
@@ -78,6 +99,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         extra = f" · {n} finding{'s' * (n != 1)}" if n else ""
         extra += f" · {accepted} suppressed by the baseline" if accepted else ""
         extra += f" · {rows:,} rows flagged" if rows else ""
+        cov = r.get("coverage")
+        if cov and not cov["complete"]:
+            extra += f" · partial coverage: {cov['examined']:,} of {cov['in_scope']:,}"
         lines.append(head + extra)
         for f in counted[:3]:
             lines.append(f"        [{plain(f['severity'], 10)}] {plain(f['message'], 140)}")
@@ -85,6 +109,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
             lines.append(f"        … {n - 3} more in the JSON report")
     s = data["summary"]
     verdict = "PASSED" if data["passed"] else "FAILED"
+    partial = partial_results(data)
+    if partial:  # "passed" means read everything and found nothing: say when it did not
+        verdict += " on partial coverage"
     skipped = f" ({skipped_groups(results)})" if s["skipped"] else ""
     lines += [
         "",
@@ -92,6 +119,7 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         f"{s['warn']} warn, {s['fail']} fail, {s['error']} error, {s['skipped']} skipped"
         f"{skipped}; {s['flagged_rows']:,} rows flagged",
     ]
+    lines += [f"  ~ {coverage_line(r)}" for r in partial]
     gate = data.get("gate") or {}
     baseline = gate.get("baseline")
     if baseline:
