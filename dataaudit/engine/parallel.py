@@ -23,7 +23,7 @@ from ..identity import SplitIdentity
 from ..rule import Severity
 from .local import scan
 from .progress import Progress
-from .state import RULE_FAILURES, RuleRun, ScanState, error_message, start_run
+from .state import RULE_FAILURES, RuleRun, ScanState, Timings, error_message, start_run
 
 __all__ = ["MAX_CHUNK_ROWS", "MIN_CHUNK_ROWS", "scan_parallel"]
 
@@ -222,6 +222,45 @@ def _stop_scan(
         del state.identity[name]
 
 
+def default_chunk_rows(total_rows: int | None, workers: int) -> int:
+    """About 4 chunks per worker when the size is known, so the last chunks even out the load
+    (7 chunks on 2 workers is 4 + 3), but never tiny or huge."""
+    per = -(-total_rows // (4 * workers)) if total_rows else MAX_CHUNK_ROWS
+    return min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, per))
+
+
+def cut_chunks(
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    chunk_rows: int,
+    offsets: dict[str, int],
+    timings: Timings,
+) -> Iterator[list[tuple[str, int, pa.RecordBatch]]]:
+    """(split, first row, batch) chunks of exactly ``chunk_rows`` rows each (batches are
+    sliced, zero-copy), but the last; ``offsets`` advance per split, reading time goes to
+    ``timings`` (the parent reads; workers fold)."""
+    chunk: list[tuple[str, int, pa.RecordBatch]] = []
+    rows = 0
+    source = iter(batches)
+    while True:
+        t0 = time.perf_counter()
+        item = next(source, None)
+        timings.read += time.perf_counter() - t0
+        if item is None:
+            break
+        split, rb = item
+        while rb.num_rows:
+            take = rb.slice(0, chunk_rows - rows)
+            rb = rb.slice(take.num_rows)
+            chunk.append((split, offsets.get(split, 0), take))
+            offsets[split] = offsets.get(split, 0) + take.num_rows
+            rows += take.num_rows
+            if rows >= chunk_rows:
+                yield chunk
+                chunk, rows = [], 0
+    if chunk:
+        yield chunk
+
+
 def scan_parallel(
     state: ScanState,
     batches: Iterable[tuple[str, pa.RecordBatch]],
@@ -259,34 +298,10 @@ def scan_parallel(
     bar = Progress(progress, total_rows)
 
     if chunk_rows is None:
-        # about 4 chunks per worker when the size is known, so the last chunks even out the
-        # load (7 chunks on 2 workers is 4 + 3), but never tiny or huge
-        per = -(-total_rows // (4 * workers)) if total_rows else MAX_CHUNK_ROWS
-        chunk_rows = min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, per))
+        chunk_rows = default_chunk_rows(total_rows, workers)
 
-    def chunks() -> Iterable[list[tuple[str, int, pa.RecordBatch]]]:
-        """Exactly ``chunk_rows`` rows each (batches are sliced, zero-copy), but the last."""
-        chunk: list[tuple[str, int, pa.RecordBatch]] = []
-        rows = 0
-        source = iter(batches)
-        while True:
-            t0 = time.perf_counter()
-            item = next(source, None)
-            state.timings.read += time.perf_counter() - t0  # the parent reads; workers fold
-            if item is None:
-                break
-            split, rb = item
-            while rb.num_rows:
-                take = rb.slice(0, chunk_rows - rows)
-                rb = rb.slice(take.num_rows)
-                chunk.append((split, offsets.get(split, 0), take))
-                offsets[split] = offsets.get(split, 0) + take.num_rows
-                rows += take.num_rows
-                if rows >= chunk_rows:
-                    yield chunk
-                    chunk, rows = [], 0
-        if chunk:
-            yield chunk
+    def chunks() -> Iterator[list[tuple[str, int, pa.RecordBatch]]]:
+        return cut_chunks(batches, chunk_rows, offsets, state.timings)
 
     pending: deque = deque()  # (future, chunk), in input order
     unsent: list = []  # the chunk being submitted
