@@ -26,20 +26,47 @@ class BottomK:
     """The ``k`` offered rows with the smallest ``(key, split, row)``, each with its item.
 
     One sample may span several splits; its entries are kept in that order, so a merge does
-    not depend on which side came first.
+    not depend on which side came first. Offers are buffered and the sample is cut back to ``k``
+    only when the buffer holds ``k`` rows (or on reading), so a large ``k`` (a label probe that
+    keeps every row it will score) costs amortized O(log k) per row, not O(k) per batch.
     """
 
-    __slots__ = ("k", "keys", "splits", "rows", "items")
+    __slots__ = ("k", "_keys", "_splits", "_rows", "_items", "_pending", "_pending_n")
 
     def __init__(self, k: int):
         self.k = int(k)
-        self.keys = np.zeros(0, np.uint64)
-        self.splits = np.zeros(0, object)
-        self.rows = np.zeros(0, np.int64)
-        self.items: list[Any] = []
+        self._keys = np.zeros(0, np.uint64)
+        self._splits = np.zeros(0, object)
+        self._rows = np.zeros(0, np.int64)
+        self._items: list[Any] = []
+        # offered rows not yet cut back to k: (keys, splits, rows, items) chunks
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]] = []
+        self._pending_n = 0
+
+    # the sample, cut back to k (reading compacts the buffer)
+    @property
+    def keys(self) -> np.ndarray:
+        self._compact()
+        return self._keys
+
+    @property
+    def splits(self) -> np.ndarray:
+        self._compact()
+        return self._splits
+
+    @property
+    def rows(self) -> np.ndarray:
+        self._compact()
+        return self._rows
+
+    @property
+    def items(self) -> list[Any]:
+        self._compact()
+        return self._items
 
     def __len__(self) -> int:
-        return len(self.items)
+        self._compact()
+        return len(self._items)
 
     def offer(
         self,
@@ -54,38 +81,55 @@ class BottomK:
         if self.k <= 0 or not len(rows):
             return self
         cand = np.arange(len(rows))
-        if len(self.items) >= self.k:  # only rows that do not lose to the current k-th
-            cand = cand[keys <= self.keys[-1]]
+        if len(self._items) >= self.k:  # only rows that do not lose to the current k-th
+            cand = cand[keys <= self._keys[-1]]
         if cand.size > self.k:
             cand = cand[np.lexsort((rows[cand], keys[cand]))[: self.k]]
         if not cand.size:
             return self
         splits = np.full(cand.size, split, object)
-        return self._absorb(keys[cand], splits, rows[cand], items(cand))
-
-    def _absorb(self, keys: np.ndarray, splits: np.ndarray, rows: np.ndarray, items: list[Any]):
-        all_keys = np.concatenate([self.keys, keys])
-        all_splits = np.concatenate([self.splits, splits])
-        all_rows = np.concatenate([self.rows, rows])
-        all_items = self.items + list(items)
-        order = np.lexsort((all_rows, all_splits, all_keys))[: self.k]
-        self.keys, self.splits, self.rows = all_keys[order], all_splits[order], all_rows[order]
-        self.items = [all_items[i] for i in order]
+        self._pending.append((keys[cand], splits, rows[cand], list(items(cand))))
+        self._pending_n += int(cand.size)
+        if self._pending_n >= max(self.k, 1024):
+            self._compact()
         return self
+
+    def _compact(self) -> None:
+        if not self._pending:
+            return
+        parts = [(self._keys, self._splits, self._rows, self._items), *self._pending]
+        self._pending, self._pending_n = [], 0
+        all_keys = np.concatenate([p[0] for p in parts])
+        all_splits = np.concatenate([p[1] for p in parts])
+        all_rows = np.concatenate([p[2] for p in parts])
+        all_items = [item for p in parts for item in p[3]]
+        order = np.lexsort((all_rows, all_splits, all_keys))[: self.k]
+        self._keys, self._splits, self._rows = all_keys[order], all_splits[order], all_rows[order]
+        self._items = [all_items[i] for i in order.tolist()]
 
     def merge(self, other: BottomK) -> BottomK:
         """A new sample of both (neither side changes)."""
         if other.k != self.k:
             raise ValueError(f"cannot merge bottom-k samples of k={self.k} and k={other.k}")
         out = BottomK(self.k)
-        out.keys, out.splits, out.rows, out.items = self.keys, self.splits, self.rows, self.items
-        return out._absorb(other.keys, other.splits, other.rows, other.items)
+        out._keys, out._splits, out._rows, out._items = (
+            self.keys,
+            self.splits,
+            self.rows,
+            self.items,
+        )
+        out._pending = [(other.keys, other.splits, other.rows, other.items)]
+        out._pending_n = len(other.items)
+        out._compact()
+        return out
 
     def entries(self) -> Iterator[tuple[str, int, Any]]:
         """(split, row, item) in key order."""
-        return zip(self.splits.tolist(), self.rows.tolist(), self.items)
+        self._compact()
+        return zip(self._splits.tolist(), self._rows.tolist(), self._items)
 
     def items_by_row(self) -> list[Any]:
         """The items in (split, row) order: deterministic, and the input's own order."""
-        order = np.lexsort((self.rows, self.splits))
-        return [self.items[i] for i in order]
+        self._compact()
+        order = np.lexsort((self._rows, self._splits))
+        return [self._items[i] for i in order]

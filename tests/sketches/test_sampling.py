@@ -90,3 +90,27 @@ def test_an_empty_sample_takes_nothing():
     sample = BottomK(0)
     _offer(sample, "train", 0, 10, 1, made := [])
     assert len(sample) == 0 and made == []
+
+
+@pytest.mark.parametrize("k", [3, 700, 5000])
+def test_buffered_offers_cut_back_to_the_same_sample(k):
+    """Offers are buffered and cut back to k only now and then (a large k must not cost O(k)
+    per batch): the sample read at any point is still the k smallest so far, and it pickles."""
+    import pickle
+
+    big = {"train": 4000, "test": 1500}
+    sample = BottomK(k)
+    seen = []
+    for split, n in big.items():
+        for lo in range(0, n, 10):
+            rows = np.arange(lo, min(lo + 10, n), dtype=np.int64)
+            keys = row_keys(rows, 11)
+            sample.offer(
+                split, rows, keys, lambda idx, r=rows, s=split: [f"{s}:{x}" for x in r[idx]]
+            )
+            seen += [(int(key), split, int(r)) for key, r in zip(keys, rows)]
+            if lo % 1000 == 0:  # reading in the middle gives the k smallest so far
+                assert sample.items == [f"{s}:{r}" for _, s, r in sorted(seen)[:k]]
+    expected = [f"{s}:{r}" for _, s, r in sorted(seen)[:k]]
+    again = pickle.loads(pickle.dumps(sample))
+    assert again.items == expected and sample.items == expected and len(sample) == min(k, 5500)
