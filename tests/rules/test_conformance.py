@@ -31,6 +31,8 @@ OPTIONS = {
     "MIX001": {"recipe": {"web": 0.5, "books": 0.3, "code": 0.2}},
     # the sample chats spell the user "user": a pack that knows only "human" sees unknown roles
     "FMT002": {"roles": {"user": ["human"], "assistant": ["assistant"]}},
+    # the sample replies are prose: declared JSON, none of them parses
+    "FMT003": {"json_roles": ["assistant"]},
 }
 #: checks that cannot apply to a rule, and why; any other skip fails the test
 EXPECTED_SKIPS = {("INPUT001", "options_stored_verbatim"): "the rule has no options"}

@@ -1,0 +1,267 @@
+"""FMT003: JSON targets and tool calls that do not parse or do not fit their schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ...context import AuditContext
+from ...features import Batch
+from ...resources.schemas import (
+    SchemaError,
+    compiled,
+    first_error,
+    load_json_option,
+    tool_table,
+)
+from ...rowcheck import Category
+from ...rule import Severity
+from ._chat import DEFAULT_ROLES, content_of, role_of, role_table, tool_calls
+from ._detail import DetailRowCheck, cut
+
+#: a prompt that asks for JSON: "respond in JSON", "as valid JSON", "a JSON object", ...
+ASKS_FOR_JSON = re.compile(
+    r"\b(?:in|as|with|only|return|output|respond|reply|answer|format)\s+"
+    r"(?:(?:valid|strict|plain|a|an|the|only|raw|pure)\s+)*JSON\b"
+    r"|\bJSON\s+(?:object|array|format|only|response|output)\b",
+    re.IGNORECASE,
+)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
+
+CATEGORIES = (
+    Category("json_parse_error", "have a JSON target that does not parse", action="drop"),
+    Category("schema_violation", "have a JSON target that violates the schema"),
+    Category("oversized", "have a JSON target larger than max_chars (not parsed)"),
+    Category("unknown_tool", "call a tool that is not declared", action="drop"),
+    Category(
+        "arguments_parse_error", "have tool-call arguments that do not parse as JSON", action="drop"
+    ),
+    Category("missing_argument", "have a tool call without a required argument"),
+    Category("invalid_arguments", "have tool-call arguments that violate the tool's schema"),
+    Category("bad_tools", "declare tools that cannot be read (not a list of named tools)"),
+)
+
+
+def _parse_detail(exc: json.JSONDecodeError) -> str:
+    return f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
+
+
+class StructuredTargets(DetailRowCheck):
+    """JSON targets that do not parse or validate, and tool calls a model could not make.
+
+    What it does:
+        JSON targets are the turns of the ``json_roles`` roles, the ``json_fields`` columns and,
+        with ``detect``, every assistant reply to a prompt (the system message or the last user
+        turn) that asks for JSON ("respond in JSON", "a JSON object", ...); a reply wrapped in
+        one fenced code block is read without the fence. Each must parse (the finding gives the
+        parser's message and position) and, with ``schema``, validate against it (the first
+        violation with its path). Every tool call (OpenAI ``tool_calls`` and ``function_call``,
+        ShareGPT ``function_call`` turns) must name a tool declared in the row's ``tools``
+        column or the ``tools`` option, and its arguments must parse and validate against that
+        tool's parameter schema: a missing required argument is counted apart from other
+        violations. Errors are grouped by type, with examples naming the turn.
+
+    Why it matters:
+        A model trained on broken JSON or on calls to tools that do not exist learns to emit
+        them; low training loss on such targets means the model copies the mistakes.
+
+    Example:
+        ``{"role": "assistant", "tool_calls": [{"function": {"name": "get_wether", ...}}]}``
+        with only ``get_weather`` declared is an unknown tool.
+
+    Options:
+        json_roles: roles whose turns are JSON (e.g. ``["assistant"]``; default none).
+        json_fields: columns whose values are JSON (e.g. ``["response"]``; default none).
+        detect: treat replies to prompts that ask for JSON as JSON targets (default true).
+        schema: a JSON Schema (an object, or the path of a JSON file) JSON targets must fit.
+        tools: tool declarations used when a row has none: OpenAI ``tools`` list, legacy
+            ``functions`` list, or ``{name: parameter schema}``; inline or a JSON file path.
+        tools_column: the column holding each row's tool declarations (default ``tools``).
+        max_chars: JSON targets longer than this are flagged and not parsed (default
+            1,000,000).
+    """
+
+    code = "FMT003"
+    name = "format.structured-targets"
+    groups = ("sft", "format")
+    severity = Severity.WARN
+    requires = ()
+    categories = CATEGORIES
+
+    def __init__(
+        self,
+        json_roles: list[str] | None = None,
+        json_fields: list[str] | None = None,
+        detect: bool = True,
+        schema: dict[str, Any] | str | None = None,
+        tools: list[Any] | dict[str, Any] | str | None = None,
+        tools_column: str = "tools",
+        max_chars: int = 1_000_000,
+    ):
+        self.json_roles = json_roles
+        self.json_fields = json_fields
+        self.detect = detect
+        self.schema = schema
+        self.tools = tools
+        self.tools_column = tools_column
+        self.max_chars = max_chars
+
+    def check_options(self) -> None:
+        schema = load_json_option(self.schema, "schema")
+        if schema is not None:
+            try:
+                compiled(schema)
+            except SchemaError as exc:
+                where = f" ({self.schema})" if isinstance(self.schema, str) else ""
+                raise ValueError(f"schema{where}: {exc}; fix the schema") from None
+        tools = load_json_option(self.tools, "tools")
+        if tools is not None:
+            where = f" ({self.tools})" if isinstance(self.tools, str) else ""
+            try:
+                table = tool_table(tools)
+            except ValueError as exc:
+                raise ValueError(f"tools{where}: {exc}") from None
+            for name, params in table.items():
+                try:
+                    compiled(params)
+                except SchemaError as exc:
+                    raise ValueError(
+                        f"tools{where}: the parameters of {name!r} are {exc}; fix the schema"
+                    ) from None
+        if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int):
+            raise ValueError(f"max_chars: a positive integer, not {self.max_chars!r}")
+
+    def skip_reason(self, ctx: AuditContext) -> str | None:
+        roles = ctx.roles
+        if roles.messages or self.json_fields:
+            return None
+        return (
+            "needs a messages column (chat rows) or json_fields (the columns holding JSON); "
+            "set messages=COLUMN or the json_fields option"
+        )
+
+    def thresholds(self) -> dict[str, Any]:
+        return {"max_chars": self.max_chars}
+
+    # -- the check --------------------------------------------------------------------------------
+    def check_rows(self, batch: Batch) -> dict[str, dict[int, str]]:
+        out: dict[str, dict[int, str]] = {c.key: {} for c in CATEGORIES}
+        schema = load_json_option(self.schema, "schema")
+        validator = compiled(schema) if schema is not None else None
+        config_tools = load_json_option(self.tools, "tools")
+        config_table = tool_table(config_tools) if config_tools is not None else None
+        for field in self.json_fields or []:
+            if not batch.has_column(field):
+                raise ValueError(
+                    f"json_fields: the dataset has no column {field!r}; name one of "
+                    f"{', '.join(batch.data.schema.names)}"
+                )
+            for i, value in enumerate(batch.column(field).to_pylist()):
+                if value is not None:
+                    self._target(out, i, field, value, validator)
+        if batch.roles.messages and batch.has_column(batch.roles.messages):
+            row_tools = (
+                batch.column(self.tools_column).to_pylist()
+                if batch.has_column(self.tools_column)
+                else None
+            )
+            json_roles = set(self.json_roles or ())
+            table = role_table(DEFAULT_ROLES)
+            for i, messages in enumerate(batch.feature("messages")):
+                if isinstance(messages, list):
+                    declared = row_tools[i] if row_tools is not None else None
+                    self._chat(
+                        out, i, messages, declared, config_table, validator, json_roles, table
+                    )
+        return out
+
+    def _chat(self, out, i, messages, declared, config_table, validator, json_roles, table):
+        tools: dict[str, Any] | None = None
+        tools_read = False
+        system_asks = prompt_asks = False
+        for n, msg in enumerate(messages, 1):
+            if not isinstance(msg, dict):
+                return  # FMT002 reports unreadable rows
+            role = role_of(msg)
+            kind = table.get(role) if isinstance(role, str) else None
+            content = content_of(msg)
+            if kind == "system" and isinstance(content, str):
+                system_asks = system_asks or bool(ASKS_FOR_JSON.search(content))
+            elif kind == "user" and isinstance(content, str):
+                prompt_asks = bool(ASKS_FOR_JSON.search(content))
+            calls = tool_calls(msg, kind)
+            if calls:
+                if not tools_read:
+                    tools_read = True
+                    tools = self._declared(out, i, declared, config_table)
+                for call in calls:
+                    self._call(out, i, n, call, tools)
+                continue
+            if not isinstance(content, str):
+                continue
+            wanted = role in json_roles or kind in json_roles
+            if not wanted and self.detect and kind == "assistant":
+                wanted = system_asks or prompt_asks
+            if wanted:
+                self._target(out, i, f"turn {n}", content, validator)
+
+    def _declared(self, out, i, declared, config_table) -> dict[str, Any] | None:
+        if declared is None or declared == [] or declared == "":
+            return config_table
+        try:
+            return tool_table(declared)
+        except (ValueError, TypeError) as exc:
+            out["bad_tools"].setdefault(i, cut(str(exc)))
+            return config_table
+
+    def _target(self, out, i, where: str, text: str, validator) -> None:
+        if len(text) > self.max_chars:
+            out["oversized"].setdefault(i, f"{where}: {len(text):,} characters")
+            return
+        fenced = _FENCE.match(text)
+        try:
+            value = json.loads(fenced.group(1) if fenced else text)
+        except json.JSONDecodeError as exc:
+            out["json_parse_error"].setdefault(i, f"{where}: {_parse_detail(exc)}")
+            return
+        except RecursionError:
+            out["json_parse_error"].setdefault(i, f"{where}: nested too deeply to parse")
+            return
+        if validator is not None:
+            error = first_error(validator, value)
+            if error is not None:
+                out["schema_violation"].setdefault(i, f"{where}: {error[1]}")
+
+    def _call(self, out, i, n, call, tools) -> None:
+        name = call.get("name")
+        if tools is None or name not in tools:
+            declared = ", ".join(sorted(tools)[:5]) if tools else "no tools declared"
+            out["unknown_tool"].setdefault(
+                i, f"turn {n}: {cut(name, 60)!r} is not declared ({declared})"
+            )
+            return
+        args = call.get("arguments")
+        if call.get("unparsed") or isinstance(args, str) or args is None:
+            text = "" if args is None else args
+            if len(text) > self.max_chars:
+                out["oversized"].setdefault(i, f"turn {n}: arguments of {len(text):,} characters")
+                return
+            try:
+                args = json.loads(text)
+            except json.JSONDecodeError as exc:
+                out["arguments_parse_error"].setdefault(
+                    i, f"turn {n}: {name}: {_parse_detail(exc)}"
+                )
+                return
+        try:
+            validator = compiled(tools[name])
+        except SchemaError as exc:
+            out["bad_tools"].setdefault(i, f"the parameters of {cut(name, 60)!r} are {exc}")
+            return
+        error = first_error(validator, args)
+        if error is None:
+            return
+        keyword, detail = error
+        key = "missing_argument" if keyword == "required" else "invalid_arguments"
+        out[key].setdefault(i, f"turn {n}: {name}: {detail}")
