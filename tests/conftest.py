@@ -27,7 +27,14 @@ def compiled_kernels() -> dict[str, int]:
 
     import dataaudit
     from dataaudit.sketches import kernels
-    from dataaudit.sketches.minhash import shingle_auto, text_hashes
+    from dataaudit.sketches.minhash import (
+        ShingleSets,
+        minhash_signatures,
+        pair_jaccard,
+        shingle_auto,
+        shingle_sets,
+        text_hashes,
+    )
 
     texts = [
         "Ｆｕｌｌｗｉｄｔｈ ﬁve words of text",
@@ -39,8 +46,11 @@ def compiled_kernels() -> dict[str, int]:
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in raw])]).astype(np.int64)
     buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(raw))]
     frozen = pa.Array.from_buffers(pa.large_string(), len(texts), buffers)  # bytes: read-only
-    shingle_auto(frozen)
+    sh, _ = shingle_auto(frozen)
     text_hashes(frozen)
+    sets, pairs = shingle_sets(sh), np.array([0, 1])
+    pair_jaccard(sets, pairs, pairs[::-1], signatures=minhash_signatures(sh), threshold=0.8)
+    pair_jaccard(ShingleSets(sets.offsets, sets.values), pairs, pairs)  # unsorted: sorted first
     return {
         name: len(obj.signatures)
         for name, obj in vars(kernels).items()

@@ -322,3 +322,92 @@ def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
                     o += 1
             i += step
     return out_offsets, out, left
+
+
+@kernel()
+def sorted_sets(hashes, per_row):
+    """Each row's shingle hashes as a sorted set of their top 32 bits (CSR): (offsets, values).
+    Sorted and distinct once per row here, so every later comparison is a merge."""
+    n = len(per_row)
+    offsets = np.zeros(n + 1, np.int64)
+    out = np.empty(len(hashes), np.uint32)
+    lo = 0
+    o = 0
+    for r in range(n):
+        hi = lo + per_row[r]
+        if hi > lo:
+            s = np.sort((hashes[lo:hi] >> U64(32)).astype(np.uint32))
+            out[o] = s[0]
+            o += 1
+            for k in range(1, hi - lo):
+                if s[k] != s[k - 1]:
+                    out[o] = s[k]
+                    o += 1
+        offsets[r + 1] = o
+        lo = hi
+    return offsets, out[:o].copy()
+
+
+@kernel()
+def sort_set_rows(offsets, values):
+    """:func:`sorted_sets` for rows already cut to 32 bits (a set built elsewhere)."""
+    n = len(offsets) - 1
+    new = np.zeros(n + 1, np.int64)
+    out = np.empty(len(values), np.uint32)
+    o = 0
+    for r in range(n):
+        lo, hi = offsets[r], offsets[r + 1]
+        if hi > lo:
+            s = np.sort(values[lo:hi])
+            out[o] = s[0]
+            o += 1
+            for k in range(1, hi - lo):
+                if s[k] != s[k - 1]:
+                    out[o] = s[k]
+                    o += 1
+        new[r + 1] = o
+    return new, out[:o].copy()
+
+
+@kernel()
+def jaccard_pairs(offsets, values, a, b, sig, threshold, z, sentinel, out):
+    """Exact Jaccard of the sorted sets of rows ``a[p]`` and ``b[p]`` into ``out[p]`` (a merge
+    intersection, no temporaries). With signatures (``sig.shape[1] > 0``), a pair whose MinHash
+    estimate ``e`` is clearly below ``threshold`` is not merged: ``out[p] = e`` when
+    ``e < threshold - z * sqrt(threshold * (1 - threshold) / m)``, ``m`` the signature length or
+    the smaller set's size if smaller (a small set fills fewer independent bins). Returns the
+    number of pairs merged."""
+    k = sig.shape[1]
+    margin_base = z * np.sqrt(threshold * (1.0 - threshold))
+    merged = 0
+    for p in range(len(a)):
+        i, j = a[p], b[p]
+        lo_i, hi_i = offsets[i], offsets[i + 1]
+        lo_j, hi_j = offsets[j], offsets[j + 1]
+        ni, nj = hi_i - lo_i, hi_j - lo_j
+        if k > 0 and ni > 0 and nj > 0:
+            agree = 0
+            for c in range(k):
+                v = sig[i, c]
+                agree += (v == sig[j, c]) & (v != sentinel)
+            est = agree / k
+            m = min(k, min(ni, nj))
+            if est < threshold - margin_base / np.sqrt(m):
+                out[p] = est
+                continue
+        merged += 1
+        inter = 0
+        x, y = lo_i, lo_j
+        while x < hi_i and y < hi_j:
+            vx, vy = values[x], values[y]
+            if vx == vy:
+                inter += 1
+                x += 1
+                y += 1
+            elif vx < vy:
+                x += 1
+            else:
+                y += 1
+        union = ni + nj - inter
+        out[p] = inter / union if union > 0 else 0.0
+    return merged

@@ -26,13 +26,16 @@ MinHash
     :data:`SENTINEL` (see :func:`empty_rows`), which LSH never groups.
 
 Exact sets
-    :func:`shingle_sets` keeps each document's 32-bit shingle hashes (CSR: offsets + values,
-    ~4 bytes per shingle), and :func:`pair_jaccard` computes the exact Jaccard of
-    many pairs at once; this is the verification step of near-duplicate detection.
+    :func:`shingle_sets` keeps each document's distinct 32-bit shingle hashes, sorted (CSR:
+    offsets + values, ~4 bytes per distinct shingle), and :func:`pair_jaccard` computes the exact
+    Jaccard of many pairs at once by merging them (compiled), skipping the pairs whose signature
+    estimate is clearly below the threshold; this is the verification step of near-duplicate
+    detection.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -182,10 +185,12 @@ def jaccard_estimate(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
 
 @dataclass
 class ShingleSets:
-    """Per row, its sorted distinct 32-bit shingle hashes (CSR)."""
+    """Per row, its 32-bit shingle hashes (CSR); ``distinct``: each row's values are sorted and
+    distinct (what :func:`shingle_sets` builds and :func:`pair_jaccard` merges)."""
 
     offsets: np.ndarray  # int64, len rows + 1
     values: np.ndarray  # uint32
+    distinct: bool = False
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -196,72 +201,103 @@ class ShingleSets:
     def row(self, i: int) -> np.ndarray:
         return self.values[self.offsets[i] : self.offsets[i + 1]]
 
+    def sorted(self) -> ShingleSets:
+        """The same sets, each row sorted and distinct (self if it already is)."""
+        if self.distinct:
+            return self
+        from .kernels import sort_set_rows
+
+        offsets, values = sort_set_rows(
+            np.ascontiguousarray(self.offsets, np.int64),
+            np.ascontiguousarray(self.values, np.uint32),
+        )
+        return ShingleSets(offsets, values, True)
+
     @staticmethod
     def concat(parts: list[ShingleSets], *, consume: bool = False) -> ShingleSets:
         """The parts as one; ``consume`` empties the list and frees each part once copied."""
         sizes = np.concatenate([p.sizes() for p in parts]) if parts else np.zeros(0, np.int64)
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
+        distinct = all(p.distinct for p in parts)
         values = [p.values for p in parts]
         if consume:
             parts.clear()
         out = concatenate(values, np.empty(int(offsets[-1]), np.uint32), consume=consume)
-        return ShingleSets(offsets, out)
+        return ShingleSets(offsets, out, distinct)
 
 
 def shingle_sets(sh: Shingles) -> ShingleSets:
-    """Each row's 32-bit shingle hashes (CSR, ~4 bytes per shingle; repeats kept, no sorting:
-    :func:`pair_jaccard` de-duplicates only the rows it compares)."""
-    return ShingleSets(sh.offsets(), (sh.hashes >> U64(32)).astype(np.uint32))
+    """Each row's distinct 32-bit shingle hashes, sorted (CSR, ~4 bytes per distinct shingle),
+    so that :func:`pair_jaccard` compares two rows in one merge."""
+    from .kernels import sorted_sets
+
+    offsets, values = sorted_sets(sh.hashes, sh.per_row)
+    return ShingleSets(offsets, values, True)
+
+
+#: how many standard errors below the threshold a pair's MinHash estimate must be for
+#: :func:`pair_jaccard` to skip the exact comparison (a pair at the threshold falls that low with
+#: probability ~3e-5; bench/bench_dedup.py measures recall with and without the cut)
+PRUNE_SE = 4.0
 
 
 def pair_jaccard(
-    sets: ShingleSets, i: np.ndarray, j: np.ndarray, *, chunk_elems: int = 1 << 23
+    sets: ShingleSets,
+    i: np.ndarray,
+    j: np.ndarray,
+    *,
+    signatures: np.ndarray | None = None,
+    threshold: float | None = None,
 ) -> np.ndarray:
-    """Exact Jaccard of the shingle sets of rows ``i[k]`` and ``j[k]`` for all k (vectorized).
+    """Exact Jaccard of the shingle sets of rows ``i[k]`` and ``j[k]`` for all k (a compiled
+    merge of the sorted sets). Two empty sets have Jaccard 0 (nothing to compare).
 
-    Pairs are processed in chunks of about ``chunk_elems`` set elements to bound memory.
-    Two empty sets have Jaccard 0 (nothing to compare).
+    With ``signatures`` (the rows' MinHash values) and ``threshold``, a pair whose signature
+    estimate is more than :data:`PRUNE_SE` standard errors below the threshold is not compared:
+    its value is the estimate (below the threshold), so only the accept/reject decision of such
+    pairs is computed, not their exact similarity.
     """
-    i = np.asarray(i, np.int64)
-    j = np.asarray(j, np.int64)
+    from .kernels import jaccard_pairs
+
+    i = np.ascontiguousarray(i, np.int64)
+    j = np.ascontiguousarray(j, np.int64)
     out = np.zeros(len(i), np.float64)
     if not len(i):
         return out
-    sizes = sets.sizes()
-    cum = np.cumsum(sizes[i] + sizes[j])
-    lo = 0
-    while lo < len(i):
-        hi = int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + chunk_elems, side="right"))
-        hi = max(hi, lo + 1)
-        npairs = hi - lo
-        ka, na = _distinct_keys(sets, i[lo:hi])
-        kb, nb = _distinct_keys(sets, j[lo:hi])
-        keys = np.concatenate([ka, kb])
-        keys.sort()
-        dup = keys[1:] == keys[:-1]
-        inter = np.bincount((keys[1:][dup] >> U64(32)).astype(np.int64), minlength=npairs)
-        union = na + nb - inter
-        out[lo:hi] = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-        lo = hi
+    sets = sets.sorted()
+    if signatures is None or threshold is None:
+        sig = np.zeros((0, 0), np.uint32)
+        t = 1.0
+    else:
+        sig = np.ascontiguousarray(signatures, np.uint32)
+        t = float(threshold)
+    # numba releases the GIL: two halves on two threads when there is enough work
+    cores = os.cpu_count() or 1
+    if len(i) >= 200_000 and cores > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        cut = np.linspace(0, len(i), min(cores, 4) + 1).astype(np.int64)
+        with ThreadPoolExecutor(len(cut) - 1) as pool:
+            list(
+                pool.map(
+                    lambda k: jaccard_pairs(
+                        sets.offsets,
+                        sets.values,
+                        i[cut[k] : cut[k + 1]],
+                        j[cut[k] : cut[k + 1]],
+                        sig,
+                        t,
+                        PRUNE_SE,
+                        SENTINEL,
+                        out[cut[k] : cut[k + 1]],
+                    ),
+                    range(len(cut) - 1),
+                )
+            )
+    else:
+        jaccard_pairs(sets.offsets, sets.values, i, j, sig, t, PRUNE_SE, SENTINEL, out)
     return out
-
-
-def _distinct_keys(sets: ShingleSets, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct (position-in-rows << 32 | value) keys, and the distinct count per row."""
-    sizes = sets.sizes()[rows]
-    total = int(sizes.sum())
-    owner = np.repeat(np.arange(len(rows), dtype=U64), sizes)
-    first = np.zeros(len(rows), np.int64)
-    if len(rows) > 1:
-        np.cumsum(sizes[:-1], out=first[1:])
-    idx = np.repeat(sets.offsets[rows] - first, sizes) + np.arange(total, dtype=np.int64)
-    keys = (owner << U64(32)) | sets.values[idx].astype(U64)
-    keys.sort()
-    if len(keys):
-        keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-    count = np.bincount((keys >> U64(32)).astype(np.int64), minlength=len(rows))
-    return keys, count
 
 
 # Code points of the scripts written without spaces between words: Han, Hiragana, Katakana,

@@ -158,7 +158,11 @@ class NearDuplicates(Rule):
         unit = cat(sp.get("unit", []), np.uint8, consume=True)
         h = cat(sp.get("hash", []), np.uint64, consume=True)
         sets = ShingleSets.concat(sp["sets"], consume=True) if sp.get("sets") else None
-        verify = (lambda a, b: pair_jaccard(sets, a, b)) if sets is not None else None
+        verify = (
+            (lambda a, b: pair_jaccard(sets, a, b, signatures=sig, threshold=threshold))
+            if sets is not None
+            else None
+        )
         labels, ea, eb, es = near_duplicate_pairs(
             sig, threshold, bands=bands, rows=rows_per_band, verify=verify
         )

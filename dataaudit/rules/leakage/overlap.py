@@ -198,7 +198,7 @@ class TrainEvalOverlap(Rule):
                 # copies too, and a clean train split must lose them all
                 if se.get("sets") and sr.get("sets"):
                     sets = ShingleSets.concat(sr["sets"] + se["sets"])
-                    sim = pair_jaccard(sets, a, b)
+                    sim = pair_jaccard(sets, a, b, signatures=sig, threshold=threshold)
                 else:
                     sim = jaccard_estimate(sig[a], sig[b])
                 ok = sim >= threshold
