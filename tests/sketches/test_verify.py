@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dataaudit.sketches.minhash import (
-    ShingleSets,
     Shingles,
+    ShingleSets,
     minhash_signatures,
     pair_jaccard,
     shingle_sets,
