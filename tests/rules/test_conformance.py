@@ -34,6 +34,25 @@ OPTIONS = {
     # the sample replies are prose: declared JSON, none of them parses
     "FMT003": {"json_roles": ["assistant"]},
 }
+
+
+def _tokenized_rows(n: int = 40) -> dict[str, list[dict]]:
+    """Pre-tokenized rows (FMT004 reads token columns, not text): every fifth row trains on
+    its prompt, every seventh on nothing."""
+    rows = []
+    for i in range(n):
+        ids = [1, *range(3, 3 + i % 9), 40 + i % 5, 2]
+        labels = [-100] * (len(ids) - 2) + ids[-2:]
+        if i % 5 == 0:
+            labels = list(ids)
+        if i % 7 == 0:
+            labels = [-100] * len(ids)
+        rows.append({"id": f"r{i}", "input_ids": ids, "labels": labels})
+    return {"train": rows}
+
+
+#: rules that fire only on data the samples lack
+DATA = {"FMT004": _tokenized_rows()}
 #: checks that cannot apply to a rule, and why; any other skip fails the test
 EXPECTED_SKIPS = {("INPUT001", "options_stored_verbatim"): "the rule has no options"}
 #: contract breaks known today, each with its reason (strict: a fix fails until removed here)
@@ -61,7 +80,10 @@ def cases(tmp_path_factory) -> dict[str, Case]:
     resources = dict(
         tokenizer=_train_bpe(texts), reference=sample_reference(), contamination_ref=[bench]
     )
-    return {cls.code: Case(cls, OPTIONS.get(cls.code), **resources) for cls in RULES}
+    return {
+        cls.code: Case(cls, OPTIONS.get(cls.code), data=DATA.get(cls.code), **resources)
+        for cls in RULES
+    }
 
 
 @pytest.mark.parametrize("check", list(CHECKS))

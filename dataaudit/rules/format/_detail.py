@@ -35,6 +35,10 @@ class DetailRowCheck(RowCheckRule):
         should have a key (an empty dict when no row has the problem)."""
         raise NotImplementedError
 
+    def check_rows_with(self, state: dict[str, Any], batch: Batch) -> dict[str, dict[int, str]]:
+        """:meth:`check_rows` for rules that also read or count into their state."""
+        return self.check_rows(batch)
+
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
         masks = {}
         for key, rows in self.check_rows(batch).items():
@@ -48,7 +52,7 @@ class DetailRowCheck(RowCheckRule):
         split: _Split = state["splits"].at(batch.split)
         split.rows += batch.num_rows
         texts: list[str | None] | None = None
-        for key, rows in self.check_rows(batch).items():
+        for key, rows in self.check_rows_with(state, batch).items():
             cat = split.cats.get(key)
             if cat is None:
                 cat = split.cats[key] = _Flagged(Examples(max_examples))
