@@ -29,6 +29,7 @@ __all__ = [
     "__version__",
     "audit",
     "diff",
+    "signals",
 ]
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         Severity,
         Status,
     )
+    from .signals import signals
 
 _LAZY = {
     "audit": ("api", "audit"),
@@ -56,6 +58,7 @@ _LAZY = {
     "DataAuditError": ("errors", "DataAuditError"),
     "Report": ("report", "Report"),
     "diff": ("report.diff", "diff"),
+    "signals": ("signals", "signals"),
     "Rule": ("rule", "Rule"),
     "RuleResult": ("rule", "RuleResult"),
     "Coverage": ("rule", "Coverage"),

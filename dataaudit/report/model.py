@@ -294,6 +294,33 @@ class Report:
             )
         return self
 
+    @property
+    def signals(self) -> dict[str, Any] | None:
+        """The training-signals section (``dataaudit.signals``), or None for an audit."""
+        return self.data.get("signals")
+
+    def add_signals(self, section: dict[str, Any]) -> Report:
+        """Attach a training-signals section; its findings count in the gate like a rule's
+        (a finding at ``fail_on`` fails it, one line per code in ``gate.reasons``)."""
+        fail_on = Severity.parse(self.data["fail_on"])
+        by_code: dict[str, list[str]] = {}
+        for f in section["findings"]:
+            by_code.setdefault(f["code"], []).append(f["severity"])
+        reasons = []
+        for code, severities in sorted(by_code.items()):
+            worst = max(severities, key=lambda v: Severity(v).rank)
+            if Severity(worst).rank >= fail_on.rank:
+                n = severities.count(worst)
+                reasons.append(
+                    f"{code} failed: {n} {worst} finding{'s' * (n != 1)} (fail_on={fail_on.value})"
+                )
+        all_severities = [f["severity"] for f in section["findings"]]
+        self.data["signals"] = {"status": _status(all_severities, fail_on), **section}
+        gate = self.data["gate"]
+        gate["reasons"] = [*gate["reasons"], *reasons]
+        self.data["passed"] = gate["passed"] = not gate["reasons"]
+        return self
+
     def flags(self) -> pl.DataFrame:
         """The rows the rules flagged, one per rule and row (a polars DataFrame).
 

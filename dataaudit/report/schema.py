@@ -16,8 +16,9 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.1: the top-level "gate" object; 1.2: the row "flags" table; 1.3: "resources" (tokenizer);
 # 1.4: findings "suppressed" by a baseline (gate.baseline, summary.suppressed), the "files" of
 # each split, and a metric's optional "noise"; 1.5: "timings" (stages, scan, each rule's phases);
-# 1.6: each result's "coverage" (rows examined of the rows in scope) and summary.partial_coverage
-SCHEMA_VERSION = "1.6"
+# 1.6: each result's "coverage" (rows examined of the rows in scope) and summary.partial_coverage;
+# 1.7: the optional "signals" section (a training log read against the data: dataaudit.signals)
+SCHEMA_VERSION = "1.7"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -25,12 +26,15 @@ _FAIL_ON = {"enum": Severity.fail_on_choices()}
 
 
 def _obj(
-    props: dict[str, Any], required: list[str] | None = None, extra: bool = False
+    props: dict[str, Any],
+    required: list[str] | None = None,
+    extra: bool = False,
+    optional: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": props,
-        "required": required if required is not None else list(props),
+        "required": [k for k in (required if required is not None else props) if k not in optional],
         "additionalProperties": extra,
     }
 
@@ -239,8 +243,84 @@ def report_schema() -> dict[str, Any]:
                 "seconds": {"type": "number", "minimum": 0},
                 "timings": _timings_schema(),
                 "flags": _flags_schema(),
+                "signals": _signals_schema(),
+            },
+            optional=("signals",),
+        ),
+    }
+
+
+def _signals_schema() -> dict[str, Any]:
+    """A training log read against the data (``dataaudit.signals``); absent from audits."""
+    curve = _obj(
+        {
+            "step": {"type": "array", "items": {"type": "integer"}},
+            "value": {"type": "array", "items": {"type": ["number", "null"]}},
+        }
+    )
+    example = {
+        "type": "object",
+        "properties": {
+            "split": {"type": "string"},
+            "row": {"type": "integer", "minimum": 0},
+            "id": {"type": ["string", "null"]},
+            "text": {"type": ["string", "null"]},
+            "why": {"type": "string"},
+            "score": {"type": "number"},
+        },
+        "required": ["split", "row"],
+        "additionalProperties": True,
+    }
+    batch = {
+        **_obj(
+            {
+                "step": {"type": "integer"},
+                "rows": {"type": "integer", "minimum": 0},
+                "effects": {"type": "object"},
+                "reasons": {
+                    "type": "array",
+                    "items": _obj(
+                        {
+                            "measure": {"type": "string"},
+                            "z": {"type": "number"},
+                            "text": {"type": "string"},
+                        }
+                    ),
+                },
             }
         ),
+        "type": ["object", "null"],
+        "description": "the rows of the step compared with random batches of the corpus",
+    }
+    finding = _obj(
+        {
+            "code": {"type": "string", "pattern": "^SIG[0-9]{3}$"},
+            "name": {"type": "string"},
+            "fingerprint": {"type": "string", "pattern": "^SIG[0-9]{3}-[0-9a-f]{16}$"},
+            "severity": {"enum": _SEVERITY},
+            "message": {"type": "string"},
+            "step": {"type": ["integer", "null"]},
+            "steps": {"type": "array", "items": {"type": "integer"}},
+            "data": {"type": "object"},
+            "batch": batch,
+            "examples": {"type": "array", "items": example},
+        }
+    )
+    return {
+        **_obj(
+            {
+                "status": {"enum": _STATUS},
+                "log": {"type": "object"},
+                "order": {"type": ["object", "null"]},
+                "options": {"type": "object"},
+                "metrics": {"type": "object"},
+                "curves": {"type": "object", "additionalProperties": curve},
+                "findings": {"type": "array", "items": finding},
+            }
+        ),
+        "description": "Training signals: the log's spikes, non-finite values, clipping, "
+        "schedule, divergence and plateaus, each spike's batch against the corpus. Its findings "
+        "count in the gate like a rule's.",
     }
 
 

@@ -1,0 +1,391 @@
+"""What a training log shows: spikes, non-finite values, clipping, schedule anomalies,
+train/validation divergence and plateaus. Numbers in, findings out (no data, no report).
+
+A spike is a step whose value is far above its neighbours: the robust z-score
+``(x - median) / (1.4826 · MAD)`` against the ``window`` steps on each side (the step itself
+left out), one-sided (only upward), on the loss as logged and on the logarithm of the
+gradient norm (norms vary by factors, not by amounts). A centred window follows the trend of
+a falling loss; the MAD has a floor of 1% of the median, so a flat curve does not turn every
+wiggle into a spike. Consecutive spike steps are one event (the steps after a bad update
+are its aftershocks), reported at the step with the highest z.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .log import TrainingLog
+
+__all__ = ["SignalOptions", "Event", "detect", "robust_z"]
+
+CODES = {
+    "SIG001": "loss spike",
+    "SIG002": "gradient-norm spike",
+    "SIG003": "non-finite values",
+    "SIG004": "clipped steps",
+    "SIG005": "learning-rate schedule",
+    "SIG006": "train/validation divergence",
+    "SIG007": "loss plateau",
+}
+
+
+@dataclass(frozen=True)
+class SignalOptions:
+    z: float = 6.0  # robust z from which a step is a spike
+    window: int = 25  # neighbours on each side of a step
+    min_points: int = 10  # fewer finite neighbours: no verdict for that step
+    max_grad_norm: float | None = None  # the clipping threshold, when known
+    max_clipped_share: float = 0.5  # above this share of clipped steps: a finding
+    lr_jump: float = 3.0  # a step-to-step factor of the learning rate that is a jump
+    expect_warmup: bool = True  # a run that starts at its peak rate is a finding
+    divergence: float = 0.05  # relative rise of the validation loss over its minimum
+    plateau: float = 0.02  # relative range of a flat stretch of the smoothed loss
+    plateau_steps: float = 0.25  # least share of the run a reported plateau spans
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Event:
+    """One finding of the log: its code, severity, message, the steps and the numbers."""
+
+    code: str
+    severity: str
+    message: str
+    step: int | None = None
+    steps: list[int] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def robust_z(values: np.ndarray, window: int, min_points: int, floor: float = 0.01) -> tuple:
+    """Per point: robust z against its centred neighbourhood, the neighbours' median and
+    scale (NaN where there are fewer than ``min_points`` finite neighbours)."""
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    z = np.full(n, np.nan)
+    med = np.full(n, np.nan)
+    scale = np.full(n, np.nan)
+    finite = np.isfinite(x)
+    for i in range(n):
+        lo, hi = max(0, i - window), min(n, i + window + 1)
+        nb = np.concatenate([x[lo:i][finite[lo:i]], x[i + 1 : hi][finite[i + 1 : hi]]])
+        if len(nb) < min_points or not finite[i]:
+            continue
+        m = float(np.median(nb))
+        s = max(1.4826 * float(np.median(np.abs(nb - m))), floor * abs(m), 1e-12)
+        med[i], scale[i], z[i] = m, s, (x[i] - m) / s
+    return z, med, scale
+
+
+def _events(flags: np.ndarray, z: np.ndarray) -> list[list[int]]:
+    """Runs of consecutive flagged indices."""
+    runs: list[list[int]] = []
+    for i in np.flatnonzero(flags):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(int(i))
+        else:
+            runs.append([int(i)])
+    return runs
+
+
+def spikes(log: TrainingLog, opts: SignalOptions) -> list[Event]:
+    out: list[Event] = []
+    series = [("loss", "SIG001", False), ("grad_norm", "SIG002", True)]
+    found: dict[int, Event] = {}
+    for name, code, in_log in series:
+        raw = log.columns.get(name)
+        if raw is None:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.log(raw) if in_log else raw.copy()
+        x[~np.isfinite(x)] = np.nan
+        z, med, _ = robust_z(x, opts.window, opts.min_points, floor=0.01)
+        hit = np.nan_to_num(z, nan=-np.inf) >= opts.z
+        for run in _events(hit, z):
+            top = max(run, key=lambda i: z[i])
+            step = int(log.steps[top])
+            median = float(np.exp(med[top]) if in_log else med[top])
+            info = {
+                "value": float(raw[top]),
+                "median": median,
+                "z": round(float(z[top]), 2),
+                "steps": [int(log.steps[i]) for i in run],
+            }
+            # the same bad batch often spikes both: one event, under the loss if it spiked
+            near = [s for s in found if abs(s - step) <= max(1, len(run))]
+            if near:
+                ev = found[near[0]]
+                ev.data[name] = info
+                ev.steps = sorted(set(ev.steps) | set(info["steps"]))
+                continue
+            ev = Event(code, "warn", "", step=step, steps=info["steps"], data={name: info})
+            found[step] = ev
+            out.append(ev)
+    for ev in out:
+        parts = []
+        for name, label in (("loss", "loss"), ("grad_norm", "gradient norm")):
+            if name in ev.data:
+                d = ev.data[name]
+                parts.append(
+                    f"{label} {_fmt(d['value'])} against a median of {_fmt(d['median'])} around "
+                    f"it (robust z {d['z']:.1f})"
+                )
+        after = f"; high through step {ev.steps[-1]}" if len(ev.steps) > 1 else ""
+        ev.message = f"step {ev.step}: {' and '.join(parts)}{after}"
+        ev.data["z"] = max(ev.data[n]["z"] for n in ("loss", "grad_norm") if n in ev.data)
+    return sorted(out, key=lambda e: e.step or 0)
+
+
+def nonfinite(log: TrainingLog) -> list[Event]:
+    out = []
+    for name in sorted(log.columns):
+        values, present = log.columns[name], log.present[name]
+        bad = present & ~np.isfinite(values)
+        if not bad.any():
+            continue
+        steps = [int(s) for s in log.steps[bad]]
+        kinds = sorted({"NaN" if math.isnan(v) else "inf" for v in values[bad]})
+        out.append(
+            Event(
+                "SIG003",
+                "error",
+                f"{name} is {'/'.join(kinds)} at {len(steps)} step{'s' * (len(steps) != 1)} "
+                f"(first at step {steps[0]}): the run diverged or a batch broke it",
+                step=steps[0],
+                steps=steps[:100],
+                data={"column": name, "count": len(steps), "first_step": steps[0]},
+            )
+        )
+    return out
+
+
+def clipping(log: TrainingLog, opts: SignalOptions) -> tuple[float | None, list[Event]]:
+    norms = log.columns.get("grad_norm")
+    limit = opts.max_grad_norm
+    if limit is None:
+        limit = log.meta.get("max_grad_norm")
+    if norms is None or limit is None:
+        return None, []
+    finite = norms[np.isfinite(norms)]
+    if not finite.size:
+        return None, []
+    share = float(np.mean(finite > float(limit)))
+    if share <= opts.max_clipped_share:
+        return share, []
+    return share, [
+        Event(
+            "SIG004",
+            "warn",
+            f"{share:.0%} of steps have a gradient norm above max_grad_norm={_fmt(float(limit))} "
+            "and were clipped: the clip, not the learning rate, sets the step size; raise "
+            "max_grad_norm or lower the learning rate",
+            data={"clipped_share": round(share, 4), "max_grad_norm": float(limit)},
+        )
+    ]
+
+
+def schedule(log: TrainingLog, opts: SignalOptions) -> list[Event]:
+    lr = log.columns.get("learning_rate")
+    if lr is None:
+        return []
+    keep = np.isfinite(lr)
+    rates, steps = lr[keep], log.steps[keep]
+    if rates.size < 2:
+        return []
+    out: list[Event] = []
+    peak = float(rates.max())
+    if peak <= 0:
+        return [
+            Event(
+                "SIG005",
+                "error",
+                "the learning rate is 0 at every logged step: nothing was trained",
+                step=int(steps[0]),
+                data={"kind": "zero", "peak": peak},
+            )
+        ]
+    zero = rates <= 0
+    # zeros are expected only as the first step of a warm-up and at the end of a decay
+    first_nonzero = int(np.argmax(~zero))
+    last_nonzero = len(rates) - 1 - int(np.argmax(~zero[::-1]))
+    inner = np.flatnonzero(zero[first_nonzero : last_nonzero + 1]) + first_nonzero
+    if first_nonzero > 1:
+        inner = np.concatenate([np.arange(first_nonzero), inner])
+    if inner.size:
+        where = [int(steps[i]) for i in inner]
+        out.append(
+            Event(
+                "SIG005",
+                "warn",
+                f"the learning rate is 0 at {len(where)} step{'s' * (len(where) != 1)} while "
+                f"training goes on (first at step {where[0]}): those steps update nothing; a "
+                "scheduler restarted or a parameter group is frozen",
+                step=where[0],
+                steps=where[:100],
+                data={"kind": "zero", "count": len(where)},
+            )
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = rates[1:] / rates[:-1]
+    both = (rates[1:] > 0) & (rates[:-1] > 0)
+    jumps = np.flatnonzero(both & ((ratio > opts.lr_jump) | (ratio < 1 / opts.lr_jump)))
+    # a warm-up's first steps double the rate legitimately; a jump is a factor > lr_jump
+    for i in jumps[:10]:
+        out.append(
+            Event(
+                "SIG005",
+                "warn",
+                f"the learning rate jumps from {_fmt(float(rates[i]))} to "
+                f"{_fmt(float(rates[i + 1]))} at step {int(steps[i + 1])} "
+                f"(×{float(ratio[i]):.3g}): a scheduler restart or a resumed run with another "
+                "schedule",
+                step=int(steps[i + 1]),
+                data={"kind": "jump", "from": float(rates[i]), "to": float(rates[i + 1])},
+            )
+        )
+    if opts.expect_warmup and steps[0] <= 5 and rates[0] >= 0.5 * peak:
+        out.append(
+            Event(
+                "SIG005",
+                "warn",
+                f"no warm-up: the first logged step already runs at {rates[0] / peak:.0%} of the "
+                f"peak learning rate ({_fmt(peak)}); a short warm-up (warmup_ratio 0.03-0.1) "
+                "avoids early spikes",
+                step=int(steps[0]),
+                data={"kind": "no_warmup", "first": float(rates[0]), "peak": peak},
+            )
+        )
+    return out
+
+
+def _smooth(x: np.ndarray, k: int) -> np.ndarray:
+    n = len(x)
+    return np.array([np.nanmedian(x[max(0, i - k) : min(n, i + k + 1)]) for i in range(n)])
+
+
+def divergence(log: TrainingLog, opts: SignalOptions) -> list[Event]:
+    ev = log.eval_columns.get("eval_loss")
+    if ev is None:
+        return []
+    keep = np.isfinite(ev)
+    values, steps = ev[keep], log.eval_steps[keep]
+    if values.size < 4:
+        return []
+    smooth = _smooth(values, 1)
+    best = int(np.argmin(smooth))
+    low = float(smooth[best])
+    later = smooth[best + 1 :]
+    if not later.size or low <= 0:
+        return []
+    rise = float(later.max() - low) / low
+    end_rise = float(smooth[-1] - low) / low
+    if rise <= opts.divergence or end_rise <= opts.divergence / 2:
+        return []
+    loss = log.columns["loss"]
+    train = _smooth(loss, 5)
+    at_best = float(np.interp(steps[best], log.steps, train))
+    at_end = float(np.interp(steps[-1], log.steps, train))
+    falling = at_end < at_best
+    what = (
+        f"while the training loss keeps falling ({_fmt(at_best)} → {_fmt(at_end)}): "
+        "overfitting starts there; keep the checkpoint of that step or stop earlier"
+        if falling
+        else "and the training loss does not fall either: the run degrades after it"
+    )
+    return [
+        Event(
+            "SIG006",
+            "warn",
+            f"the validation loss is lowest at step {int(steps[best])} ({_fmt(low)}) and rises "
+            f"to {_fmt(float(smooth[-1]))} by step {int(steps[-1])} (+{end_rise:.0%}) {what}",
+            step=int(steps[best]),
+            data={
+                "best_step": int(steps[best]),
+                "best_eval_loss": low,
+                "last_eval_loss": float(smooth[-1]),
+                "train_loss_at_best": at_best,
+                "train_loss_at_end": at_end,
+            },
+        )
+    ]
+
+
+def plateau(log: TrainingLog, opts: SignalOptions) -> list[Event]:
+    loss = log.columns["loss"]
+    n = len(loss)
+    if n < 40:
+        return []
+    smooth = _smooth(np.where(np.isfinite(loss), loss, np.nan), max(2, n // 40))
+    least = max(20, int(math.ceil(opts.plateau_steps * n)))
+    out = []
+    first = float(np.nanmedian(smooth[: max(5, n // 10)]))
+    last = float(np.nanmedian(smooth[-max(5, n // 10) :]))
+    if first > 0 and (first - last) / first < opts.plateau:
+        return [
+            Event(
+                "SIG007",
+                "warn",
+                f"the training loss does not go down: {_fmt(first)} in the first tenth of the "
+                f"run, {_fmt(last)} in the last; check the learning rate, the labels and that "
+                "the batches are what the model is meant to learn",
+                step=int(log.steps[0]),
+                data={"first": first, "last": last},
+            )
+        ]
+    # flat stretches before the end: a stretch where the smoothed loss stays in a ±plateau band
+    start = 0
+    while start < n - least:
+        ref = smooth[start]
+        end = start
+        while end + 1 < n and abs(smooth[end + 1] - ref) <= opts.plateau * abs(ref):
+            end += 1
+        if end - start + 1 >= least and end < n - max(5, n // 10):
+            out.append(
+                Event(
+                    "SIG007",
+                    "info",
+                    f"the training loss stays at {_fmt(float(ref))} (±{opts.plateau:.0%}) from "
+                    f"step {int(log.steps[start])} to step {int(log.steps[end])}, then moves again",
+                    step=int(log.steps[start]),
+                    data={"from": int(log.steps[start]), "to": int(log.steps[end])},
+                )
+            )
+            start = end + 1
+        else:
+            start += 1
+    return out
+
+
+def detect(log: TrainingLog, opts: SignalOptions) -> tuple[list[Event], dict[str, Any]]:
+    """Every finding of the log, and its metrics."""
+    events = nonfinite(log) + spikes(log, opts)
+    share, clipped = clipping(log, opts)
+    events += clipped + schedule(log, opts) + divergence(log, opts) + plateau(log, opts)
+    metrics = {
+        "steps": int(len(log.steps)),
+        "loss_spikes": sum(e.code == "SIG001" for e in events),
+        "grad_norm_spikes": sum(e.code == "SIG002" for e in events),
+        "nonfinite_steps": int(sum(e.data.get("count", 0) for e in events if e.code == "SIG003")),
+        "clipped_share": None if share is None else round(share, 4),
+        "final_loss": _last_finite(log.columns["loss"]),
+        "final_eval_loss": _last_finite(log.eval_columns.get("eval_loss")),
+    }
+    return events, metrics
+
+
+def _last_finite(values: np.ndarray | None) -> float | None:
+    if values is None:
+        return None
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else None
