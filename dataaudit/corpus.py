@@ -7,23 +7,23 @@ dict mapping split names to any of those. ``split="column"`` partitions one inpu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from . import readers
 from .errors import InputError, close_matches
-from .inputs.arrow import check_names, plain_batch, plain_schema
-from .inputs.frames import from_arrow_table, lazy_frame_split, to_table
-from .inputs.hf import hf_split
-from .inputs.jsonl import read_in_one_block
+from .inputs.arrow import plain_batch
+from .inputs.files import file_format
+from .inputs.frames import frame_split
+from .inputs.hf import hf_splits
+from .inputs.jsonl import BAD_LINE_POLICIES
 from .inputs.notes import InputLog
 from .inputs.paths import path_splits
 from .inputs.probes import is_hf_dataset, is_hf_dataset_dict
+from .inputs.records import records_split
 from .inputs.roles import (
     ROLE_HINTS,
     ROLE_NAMES,
@@ -32,8 +32,9 @@ from .inputs.roles import (
     detect_roles,
     split_kind,
 )
+from .inputs.schema import peek_schema, union_schemas
+from .inputs.shape import Shape
 from .inputs.source import Reading, SplitSource
-from .rule import Severity
 
 __all__ = [
     "ROLE_NAMES",
@@ -67,7 +68,7 @@ class Corpus:
 
     def stream(self, batch_size: int) -> Iterator[tuple[str, pa.RecordBatch]]:
         """(split, batch) pairs, each split's rows in input order."""
-        shape = _Shape(self)
+        shape = Shape(self)
         if self.split_column is None:
             for name, split in self.splits.items():
                 self.log.current_split = name
@@ -83,7 +84,7 @@ class Corpus:
                             yield name, rb
                     if paths:
                         path = paths[part]
-                        fmt = readers.file_format(path)
+                        fmt = file_format(path)
                         files.append({"path": str(path), "format": fmt, "rows": row - start})
             self.log.current_split = None
             shape.close()
@@ -107,108 +108,6 @@ class Corpus:
         shape.close()
 
 
-class _Shape:
-    """Holds every streamed batch to the corpus schema and notes where the input departs from it."""
-
-    def __init__(self, corpus: Corpus):
-        self.corpus = corpus
-        schema = corpus.schema or pa.schema([])
-        self.types = {f.name: f.type for f in schema}
-        for column in corpus.given_roles.values():  # named, expected in later records
-            self.types.setdefault(column, pa.null())
-        self.role_columns = {c: r for r, c in corpus.roles.columns().items()}
-        self.seen: set[str] = set()
-
-    def conform(
-        self, rb: pa.RecordBatch, split: str | None, row: int | None, origin: str
-    ) -> pa.RecordBatch:
-        rb = plain_batch(rb)
-        names = rb.schema.names
-        if len(set(names)) != len(names):
-            check_names(rb.schema, origin)
-        self.seen.update(names)
-        for name in names:
-            if name not in self.types:
-                col = rb.column(rb.schema.get_field_index(name))
-                first = pc.index(pc.is_valid(col), True).as_py()  # its first non-null value
-                at = None if row is None else row + max(first, 0)
-                self._late(name, col.type, split, at, origin)
-            elif pa.types.is_null(self.types[name]) and not pa.types.is_null(
-                rb.schema.field(name).type
-            ):
-                self.types[name] = rb.schema.field(name).type
-        missing = [n for n in self.types if n not in set(names)]
-        if not missing:
-            return rb
-        arrays = list(rb.columns)
-        fields = list(rb.schema)
-        for name in missing:
-            t = self.types[name]
-            arrays.append(pa.nulls(rb.num_rows, t))
-            fields.append(pa.field(name, t))
-            role = self.role_columns.get(name)
-            if role is not None:  # a file (or block) without the column: its rows read as nulls
-                self.corpus.log.add(
-                    "missing_column",
-                    Severity.WARN,
-                    f"{{count}} rows: the {role} column {name!r} is absent from whole files or "
-                    "blocks, so these rows are read as nulls (FMT001 counts them). Check that those files belong "
-                    "to this dataset",
-                    column=name,
-                    count=rb.num_rows,
-                    row=row,
-                    place=origin,
-                )
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-    def _late(
-        self, name: str, t: pa.DataType, split: str | None, row: int | None, origin: str
-    ) -> None:
-        """A column that was not in the schema the roles were chosen from."""
-        self.types[name] = t
-        if name.startswith(readers.TYPE_MARKER_PREFIX):
-            return
-        where = f"{split!r} row {row:,}" if split is not None and row is not None else "a row"
-        union = pa.schema([pa.field(n, ty) for n, ty in self.types.items()])
-        would = detect_roles(union, self.corpus.given_roles, deferred=True)
-        role = next((r for r, c in would.columns().items() if c == name), None)
-        taken = role is not None and getattr(self.corpus.roles, role) != name
-        if taken:
-            self.corpus.log.add(
-                "late_column",
-                Severity.ERROR,
-                f"column {name!r} first appears at {where} ({origin}), after the column roles "
-                f"were chosen from the first records, so it was not audited as the {role}. Put "
-                f'the key in the first record (null is fine: "{name}": null) or name it: '
-                f"{role}={name!r} (CLI: --{role} {name})",
-                column=name,
-                row=row,
-                place=origin,
-            )
-        else:
-            self.corpus.log.add(
-                "late_column",
-                Severity.INFO,
-                f"column {name!r} first appears at {where} ({origin}); no rule reads it",
-                column=name,
-                row=row,
-                place=origin,
-            )
-
-    def close(self) -> None:
-        """Role columns the user named that no row had."""
-        for role, column in self.corpus.given_roles.items():
-            if column not in self.seen and column in self.role_columns:
-                self.corpus.log.add(
-                    "missing_column",
-                    Severity.ERROR,
-                    f"the {role} column {column!r} was named but no record has it, so nothing "
-                    f"was audited as the {role}. Check the name",
-                    column=column,
-                    count=0,
-                )
-
-
 def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, SplitSource]:
     if isinstance(obj, (str, Path)):
         splits = path_splits(obj, reading)
@@ -228,67 +127,17 @@ def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, Spl
                     )
                 out[k] = v
         return out
-    cls = type(obj).__name__
-    if is_hf_dataset_dict(obj):
-        return {str(k): hf_split(str(k), v, reading.log) for k, v in obj.items()}
-    if is_hf_dataset(obj):
-        split_name = str(getattr(obj, "split", None) or name)
-        return {split_name: hf_split(split_name, obj, reading.log)}
-    lazy = lazy_frame_split(name, obj)
-    if lazy is not None:
-        return {name: lazy}
-    table = to_table(obj, name, reading.log)
-    if table is not None:
-        return {name: from_arrow_table(name, table, cls)}
+    if is_hf_dataset_dict(obj) or is_hf_dataset(obj):
+        return hf_splits(obj, str(getattr(obj, "split", None) or name), reading.log)
+    if isinstance(obj, list):
+        return {name: records_split(name, obj, name, reading.log)}
+    frame = frame_split(name, obj, reading.log)
+    if frame is not None:
+        return {name: frame}
     raise InputError(
-        f"cannot audit a {type(obj).__module__}.{cls}. Pass a file path, a folder, a Hugging Face "
+        f"cannot audit a {type(obj).__module__}.{type(obj).__name__}. Pass a file path, a folder, a Hugging Face "
         "Dataset/DatasetDict, a polars or pandas DataFrame, a pyarrow Table or a list of dicts."
     )
-
-
-def _peek_schema(split: SplitSource, log: InputLog) -> pa.Schema:
-    """The split's columns: from metadata when that is cheap and whole (Parquet, CSV headers,
-    tables), else from the first batch and the first record of every other file (JSON Lines),
-    in which case later records may still add columns (``split.complete`` is False)."""
-    if split.schema is not None:
-        split.schema = plain_schema(split.schema)
-        check_names(split.schema, split.origin)
-        return split.schema
-    schemas: list[pa.Schema] = []
-    log.muted = True  # these rows are read again by the stream; note them once, there
-    try:
-        for i, (_, source) in enumerate(split.iter_parts()):
-            whole = split.num_rows is not None
-            if split.paths:
-                cheap, whole = readers.file_schema(split.paths[i])
-                if cheap is not None and (whole or i > 0):
-                    schemas.append(cheap)
-                    split.complete = split.complete and whole
-                    continue
-                whole = whole or read_in_one_block(split.paths[i])
-            # the first batch types columns better than one record; a part that fits in it
-            # has been read whole
-            batches = source(256)
-            first = next(batches, None)
-            if first is not None:
-                schemas.append(first.schema)
-                whole = whole or next(batches, None) is None
-            split.complete = split.complete and whole
-    finally:
-        log.muted = False
-    split.schema = _union(schemas) if schemas else pa.schema([])
-    check_names(split.schema, split.origin)
-    return split.schema
-
-
-def _union(schemas: list[pa.Schema]) -> pa.Schema:
-    """Every column of every schema, first type seen where types disagree."""
-    fields: dict[str, pa.Field] = {}
-    for schema in schemas:
-        for f in plain_schema(schema):
-            if f.name not in fields or pa.types.is_null(fields[f.name].type):
-                fields[f.name] = f
-    return pa.schema(list(fields.values()))
 
 
 def load_corpus(
@@ -297,10 +146,14 @@ def load_corpus(
     split: str | None = None,
     roles: Mapping[str, str | None] | None = None,
     on_bad_lines: str = "error",
+    optional_roles: Collection[str] = (),
 ) -> Corpus:
-    """Resolve any supported input into a Corpus with split names, kinds and column roles."""
-    from .inputs.jsonl import BAD_LINE_POLICIES
+    """Resolve any supported input into a Corpus with split names, kinds and column roles.
 
+    A role in ``optional_roles`` whose named column the input lacks is dropped instead of being
+    an error (the reference of ``audit(new, reference=old)``: an older version without
+    ``source``); the rules that need it then skip with a reason.
+    """
     if on_bad_lines not in BAD_LINE_POLICIES:
         raise InputError(
             f"on_bad_lines={on_bad_lines!r}: use one of {', '.join(BAD_LINE_POLICIES)}."
@@ -322,8 +175,8 @@ def load_corpus(
         raise InputError("no splits found in the input.")
 
     for src in splits.values():
-        _peek_schema(src, reading.log)
-    schema = _union([s.schema for s in splits.values() if s.schema is not None])
+        peek_schema(src, reading.log)
+    schema = union_schemas([s.schema for s in splits.values() if s.schema is not None])
     complete = all(s.complete for s in splits.values())
     if split is not None:
         if len(splits) != 1:
@@ -365,7 +218,11 @@ def load_corpus(
                 f"split {name!r} ({src.origin}) is empty: it has no rows or no columns. "
                 "Remove it or check the file."
             )
-    given = {k: v for k, v in dict(roles or {}).items() if v is not None}
+    given = {
+        k: v
+        for k, v in dict(roles or {}).items()
+        if v is not None and (k not in optional_roles or v in schema.names)
+    }
     corpus_roles = detect_roles(schema, given, deferred=not complete)
     corpus = Corpus(
         splits,

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from collections.abc import Iterator
@@ -29,24 +28,11 @@ from ..errors import InputError
 from ..rule import Severity
 from .location import open_binary
 from .notes import InputLog
+from .text import require_utf8
 
-__all__ = ["BLOCK_BYTES", "header", "iter_delimited"]
+__all__ = ["BLOCK_BYTES", "delimited_schema", "header", "iter_delimited"]
 
 BLOCK_BYTES = 4 << 20  # pyarrow parses CSV in blocks of this size
-
-
-def first_bad_utf8(path: Path) -> tuple[int, int] | None:
-    """(line, byte) of the first byte that is not UTF-8, or None."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    line = 1
-    with open_binary(path) as fh:
-        while chunk := fh.read(1 << 20):
-            try:
-                decoder.decode(chunk)
-            except UnicodeDecodeError as exc:
-                return line + chunk.count(b"\n", 0, exc.start), chunk[exc.start]
-            line += chunk.count(b"\n")
-    return None
 
 
 def _strict_quotes(path: Path, delimiter: str) -> None:
@@ -83,6 +69,16 @@ def header(path: Path, delimiter: str = ",") -> list[str]:
             "column names must be unique. Rename the duplicates."
         )
     return names
+
+
+def delimited_schema(path: Path, delimiter: str = ",") -> tuple[pa.Schema | None, bool]:
+    """The header's columns, all text (whole); (None, False) when the header cannot be read
+    (the read names the problem)."""
+    try:
+        names = header(path, delimiter)
+    except (pa.ArrowInvalid, OSError):
+        return None, False
+    return pa.schema([(n, pa.string()) for n in names]), True
 
 
 def iter_delimited(
@@ -129,12 +125,7 @@ def iter_delimited(
 
     # pyarrow turns non-UTF-8 text into a binary column, or fails in its row handler without a
     # line number: check first (about 1 GB/s), so the error names the line
-    found = first_bad_utf8(path)
-    if found is not None:
-        raise InputError(
-            f"{path}:{found[0]}: not valid UTF-8 (byte 0x{found[1]:02x}). Re-encode the file as "
-            "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line."
-        )
+    require_utf8(path)
     try:
         names = header(path, delimiter)
         convert = pcsv.ConvertOptions(

@@ -16,26 +16,31 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .frames import repair_sink
 from .notes import InputLog
-from .probes import is_hf_iterable
+from .probes import is_hf_dataset_dict, is_hf_iterable
+from .records import columns_to_batch, repair_sink
 from .source import SplitSource
 
-__all__ = ["hf_split"]
+__all__ = ["hf_split", "hf_splits"]
+
+
+def hf_splits(obj: Any, name: str, log: InputLog) -> dict[str, SplitSource]:
+    """A DatasetDict: a split per key; a Dataset or IterableDataset: one split, ``name``."""
+    if is_hf_dataset_dict(obj) or isinstance(obj, Mapping):
+        return {str(k): hf_split(str(k), v, log) for k, v in obj.items()}
+    return {name: hf_split(name, obj, log)}
 
 
 def hf_split(name: str, ds: Any, log: InputLog) -> SplitSource:
     """A datasets.Dataset (respecting select/shuffle indices) or IterableDataset, streamed."""
     if is_hf_iterable(ds):
-        from .records import records_to_batch
-
         sink = repair_sink(log, f"IterableDataset[{name}]")
 
         labels = class_labels(getattr(ds, "features", None))
 
         def iterable_source(batch_size: int) -> Iterator[pa.RecordBatch]:
             for chunk in ds.iter(batch_size=batch_size):
-                rb = records_to_batch(columns_to_records(chunk), on_repair=sink)
+                rb = columns_to_batch(chunk, on_repair=sink)
                 yield named_labels(rb, labels)
 
         return SplitSource(
@@ -91,10 +96,3 @@ def named_labels(rb: pa.RecordBatch, labels: dict[str, list[str]]) -> pa.RecordB
         columns[i] = pc.if_else(unknown, pc.cast(codes, pa.string()), named)
         fields[i] = pa.field(field.name, pa.string())
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
-
-
-def columns_to_records(chunk: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
-    keys = list(chunk)
-    if not keys:
-        return []
-    return [dict(zip(keys, row)) for row in zip(*(chunk[k] for k in keys))]

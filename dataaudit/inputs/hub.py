@@ -1,19 +1,62 @@
 """Hub dataset names (``audit("stanfordnlp/imdb")``): the local cache first, else streamed from
 the Hub with ``datasets`` (never downloaded whole first); offline and not cached, an error in
-milliseconds that says what to do."""
+milliseconds that says what to do.
+
+Also whether the Hub is reachable, and offline mode while the local cache is tried (the tokenizer
+resolves hub names with them too): offline, libraries retry for tens of seconds before failing; a
+check of the host name first fails in milliseconds, so the error can say what to do instead.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from .source import Reading, SplitSource
 
-__all__ = ["hub_splits", "looks_like_hub_name"]
+if TYPE_CHECKING:  # the tokenizer uses hub_reachable without the input layer's pyarrow
+    from .source import Reading, SplitSource
+
+__all__ = ["hub_reachable", "hub_splits", "looks_like_hub_name", "offline"]
+
+HUB_HOST = "huggingface.co"
 
 _NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+
+
+def hub_reachable(host: str = HUB_HOST) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE"):
+        return False
+    try:
+        socket.getaddrinfo(host, 443)
+        return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Hub libraries in offline mode (they read these flags at call time): cache only."""
+    import huggingface_hub.constants as hub_constants
+
+    modules = [hub_constants]
+    with contextlib.suppress(ImportError):
+        import datasets.config
+
+        modules.append(datasets.config)
+    saved = [m.HF_HUB_OFFLINE for m in modules]
+    for m in modules:
+        m.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        for m, value in zip(modules, saved):
+            m.HF_HUB_OFFLINE = value
 
 
 def looks_like_hub_name(text: str) -> bool:
@@ -30,8 +73,6 @@ def _load(name: str, **kw: Any) -> Any:
 def _maybe_cached(name: str) -> bool:
     """Whether the datasets cache has a folder for ``name`` (checked before importing datasets,
     which takes a second: offline and not cached, the answer should come at once)."""
-    import os
-
     root = os.environ.get("HF_DATASETS_CACHE") or os.path.join(
         os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"),
         "datasets",
@@ -40,8 +81,7 @@ def _maybe_cached(name: str) -> bool:
 
 
 def hub_splits(name: str, reading: Reading) -> dict[str, SplitSource]:
-    from ..hub import hub_reachable, offline
-    from .hf import hf_split
+    from .hf import hf_splits
 
     loaded = None
     if _maybe_cached(name):
@@ -64,6 +104,4 @@ def hub_splits(name: str, reading: Reading) -> dict[str, SplitSource]:
                 f"{name}: could not load it from the Hugging Face Hub "
                 f"({type(exc).__name__}: {str(exc)[:300]}). Check the name (ORG/NAME) and access."
             ) from None
-    if hasattr(loaded, "items"):
-        return {str(k): hf_split(str(k), v, reading.log) for k, v in loaded.items()}
-    return {"train": hf_split("train", loaded, reading.log)}
+    return hf_splits(loaded, "train", reading.log)

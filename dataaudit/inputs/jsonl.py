@@ -28,12 +28,14 @@ from ..rule import Severity
 from .location import open_binary, size_of
 from .notes import InputLog
 from .records import (
+    SURROGATES_REPLACED,
     iter_records,
     python_type,
     record_keys,
     records_to_batch,
     replace_surrogates,
 )
+from .text import not_utf8
 
 __all__ = [
     "BAD_LINE_POLICIES",
@@ -41,6 +43,8 @@ __all__ = [
     "first_record",
     "iter_json",
     "iter_jsonl",
+    "json_schema",
+    "jsonl_schema",
 ]
 
 MAX_DEPTH = 256
@@ -48,10 +52,6 @@ BLOCK_BYTES = 8 << 20  # JSON Lines are parsed in blocks of about this size
 BAD_LINE_POLICIES = ("error", "skip")
 _BOM = b"\xef\xbb\xbf"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-SURROGATES_REPLACED = (
-    "{count} lone surrogates (e.g. \\ud800: valid JSON, not valid Unicode text) were replaced "
-    "by U+FFFD; TXT002 reports the rows as encoding damage"
-)
 
 
 class _BadLines:
@@ -141,10 +141,7 @@ def _check_utf8(path: Path, block: bytes, first_line: int) -> None:
         block.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + block.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"{path}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x}). Re-encode the file as "
-            "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line."
-        ) from None
+        raise not_utf8(path, line, block[exc.start]) from None
 
 
 def _rebatch(table: pa.Table, batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -305,6 +302,23 @@ def first_record(path: Path) -> dict[str, Any] | None:
                 return None
             buffer = lines[-1] if len(lines[-1]) < (64 << 20) else b""
     return None
+
+
+def jsonl_schema(path: Path) -> tuple[pa.Schema | None, bool]:
+    """The columns of the first record (cheap, not whole: a later record may add a key);
+    (None, False) when the first line is not a record (the read reports it)."""
+    rec = first_record(path)
+    if rec is None:
+        return None, False
+    return records_to_batch([rec]).schema, False
+
+
+def json_schema(path: Path) -> tuple[pa.Schema | None, bool]:
+    """A .json file: an array of records tells its columns only when read; one object (or JSON
+    Lines under a .json name) is peeked as JSON Lines."""
+    if starts_with_array(path):
+        return None, False
+    return jsonl_schema(path)
 
 
 def starts_with_array(path: Path) -> bool:

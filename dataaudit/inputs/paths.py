@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import glob as globlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from .. import readers
 from ..errors import InputError, close_matches
+from .files import file_format, files_split, known_format
+from .hf import hf_splits
 from .hub import hub_splits, looks_like_hub_name
 from .location import is_url, to_location
 from .roles import split_kind
 from .source import Reading, SplitSource
+from .text import text_documents_split
 
 __all__ = ["path_splits", "split_label"]
 
@@ -103,7 +102,7 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
             root = None
             files = [path]
     for f in files:
-        readers.file_format(f)  # unknown formats fail early, naming the file
+        file_format(f)  # unknown formats fail early, naming the file
     groups: dict[str, list[Path]] = {}
     labels = {f: split_label(f, root) for f in files}
     kinds = {f: split_kind(label) for f, label in labels.items()}
@@ -114,7 +113,7 @@ def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:
             groups.setdefault(kinds[f] if kinds[f] != "other" else labels[f], []).append(f)
     order = {"train": 0, "validation": 1, "test": 2, "other": 3}
     names = sorted(groups, key=lambda n: (order[split_kind(n)], n))
-    documents = {f for f in files if readers.file_format(f) == "txt" and len(files) > 1}
+    documents = {f for f in files if file_format(f) == "txt" and len(files) > 1}
     documents -= {f for f in documents if split_kind(split_label(f)) != "other"}
     return {
         name: (
@@ -168,14 +167,6 @@ def _remote_files(url: str) -> tuple[Any, list[Any]]:
         raise InputError(f"{url}: cannot list or open it ({type(exc).__name__}: {exc}).") from None
 
 
-def known_format(p: Path) -> bool:
-    try:
-        readers.file_format(p)
-        return True
-    except InputError:
-        return False
-
-
 def split_label(path: Path, root: Path | None = None) -> str:
     """Split name from a file name (HF shards: train-00000-of-00004), else from its folders
     below the folder or glob root the user gave (data/train/part-0.parquet), else from that
@@ -197,65 +188,17 @@ def split_label(path: Path, root: Path | None = None) -> str:
     return name
 
 
-def files_split(name: str, paths: list[Path], reading: Reading) -> SplitSource:
-    parts = [
-        (str(p), readers.file_batches(p, on_bad_lines=reading.on_bad_lines, log=reading.log))
-        for p in paths
-    ]
-
-    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
-        for _, s in parts:
-            yield from s(batch_size)
-
-    counts = [readers.file_num_rows(p) for p in paths]
-    num_rows = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
-    return SplitSource(
-        name, source, num_rows, None, ", ".join(str(p) for p in paths), parts=parts, paths=paths
-    )
-
-
-def text_documents_split(name: str, paths: list[Path]) -> SplitSource:
-    """A folder of .txt files, one document per file (``text``, and ``path`` to find it)."""
-    from .delimited import first_bad_utf8
-
-    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
-        for start in range(0, len(paths), batch_size):
-            chunk = paths[start : start + batch_size]
-            texts = []
-            for p in chunk:
-                found = first_bad_utf8(p)
-                if found is not None:
-                    raise InputError(
-                        f"{p}:{found[0]}: not valid UTF-8 (byte 0x{found[1]:02x}). Re-encode the "
-                        "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)."
-                    )
-                texts.append(p.read_text(encoding="utf-8"))
-            yield pa.RecordBatch.from_pydict(
-                {
-                    "text": pa.array(texts, pa.string()),
-                    "path": pa.array(map(str, chunk), pa.string()),
-                }
-            )
-
-    origin = f"{len(paths)} .txt files ({paths[0].parent}, …)"
-    return SplitSource(name, source, len(paths), None, origin)
-
-
 def saved_dataset_splits(path: Path, reading: Reading) -> dict[str, SplitSource]:
     """A ``save_to_disk`` folder: a Dataset (state.json) or a DatasetDict (dataset_dict.json)."""
     try:
         import datasets
     except ImportError:  # pragma: no cover - a core dependency
         raise InputError(f"{path}: a save_to_disk folder needs the datasets package.") from None
-    from .hf import hf_split
-
     try:
         loaded = datasets.load_from_disk(str(path))
     except (OSError, ValueError, FileNotFoundError) as exc:
         raise InputError(f"{path}: cannot load the saved dataset ({exc}).") from None
-    if hasattr(loaded, "items"):
-        return {str(k): hf_split(str(k), v, reading.log) for k, v in loaded.items()}
-    return {"train": hf_split("train", loaded, reading.log)}
+    return hf_splits(loaded, "train", reading.log)
 
 
 def stdin_file() -> Path:

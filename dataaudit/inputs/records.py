@@ -14,21 +14,34 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from ..rule import TYPE_MARKER_PREFIX
+from ..errors import InputError
+from ..rule import TYPE_MARKER_PREFIX, Severity
+from .notes import InputLog
+from .source import SplitSource, table_split
 
 __all__ = [
+    "SURROGATES_REPLACED",
     "TYPE_MARKER_PREFIX",
+    "columns_to_batch",
     "iter_records",
     "python_type",
     "record_keys",
+    "records_split",
+    "records_table",
     "records_to_batch",
+    "repair_sink",
     "replace_surrogates",
 ]
+
+SURROGATES_REPLACED = (
+    "{count} lone surrogates (e.g. \\ud800: valid JSON, not valid Unicode text) were replaced "
+    "by U+FFFD; TXT002 reports the rows as encoding damage"
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError)
@@ -164,3 +177,68 @@ def iter_records(
         yield records_to_batch(
             records[start : start + batch_size], names=names, on_repair=on_repair
         )
+
+
+def columns_to_batch(
+    chunk: Mapping[str, list[Any]], *, on_repair: RepairSink | None = None
+) -> pa.RecordBatch:
+    """A dict of equal-length columns (``datasets``' batches) → a batch; columns Arrow cannot
+    type as they are (mixed values, lone surrogates) are built as records are."""
+    try:
+        return pa.RecordBatch.from_pydict(dict(chunk))
+    except (*_ARROW_ERRORS, UnicodeEncodeError):
+        keys = list(chunk)
+        rows = [dict(zip(keys, row)) for row in zip(*(chunk[k] for k in keys))]
+        return records_to_batch(rows, on_repair=on_repair)
+
+
+def repair_sink(log: InputLog, what: str) -> RepairSink:
+    """Where the count of lone surrogates replaced in ``what`` goes: the input log."""
+
+    def sink(n: int) -> None:
+        log.add("surrogates", Severity.INFO, SURROGATES_REPLACED, count=n, place=what)
+
+    return sink
+
+
+def records_table(records: list[dict[str, Any]], what: str, log: InputLog) -> pa.Table:
+    """Records → one table whose columns are every key of every record."""
+    sink = repair_sink(log, what)
+    batches = list(iter_records(records, 65536, on_repair=sink))
+    if not batches:
+        return pa.table({})
+    try:
+        return pa.Table.from_batches(unify(batches))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        # a column whose type differs between batches: one batch keeps mixed values as text
+        return pa.Table.from_batches([next(iter_records(records, len(records), on_repair=sink))])
+
+
+def unify(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """Batches with one schema: every column of any batch, types promoted."""
+    if len({b.schema for b in batches}) == 1:
+        return batches
+    schema = pa.unify_schemas([b.schema for b in batches], promote_options="permissive")
+    out = []
+    for b in batches:
+        cols = []
+        for f in schema:
+            idx = b.schema.get_field_index(f.name)
+            if idx < 0:
+                cols.append(pa.nulls(b.num_rows, f.type))
+            else:
+                col = b.column(idx)
+                cols.append(col if col.type == f.type else col.cast(f.type))
+        out.append(pa.RecordBatch.from_arrays(cols, schema=schema))
+    return out
+
+
+def records_split(name: str, records: list[Any], what: str, log: InputLog) -> SplitSource:
+    """A list of dicts (one per row) as a split."""
+    if records and not all(isinstance(r, Mapping) for r in records):
+        bad = next(i for i, r in enumerate(records) if not isinstance(r, Mapping))
+        raise InputError(
+            f"{what}: a list input must hold one dict per row; item {bad} is "
+            f"{type(records[bad]).__name__}. Pass e.g. [{{'text': ...}}, ...]."
+        )
+    return table_split(name, records_table([dict(r) for r in records], what, log), "list")

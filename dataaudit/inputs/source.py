@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .notes import InputLog
 
-__all__ = ["BatchSource", "Reading", "SplitSource"]
+__all__ = ["BatchSource", "Reading", "SplitSource", "table_split"]
 
 BatchSource = Callable[[int], Iterator[pa.RecordBatch]]
 
@@ -42,3 +42,14 @@ class Reading:
 
     log: InputLog
     on_bad_lines: str = "error"
+
+
+def table_split(name: str, table: pa.Table, origin: str) -> SplitSource:
+    """An in-memory Arrow table as a split, streamed in slices (zero-copy)."""
+
+    def source(batch_size: int) -> Iterator[pa.RecordBatch]:
+        for rb in table.to_batches(max_chunksize=batch_size):
+            if rb.num_rows:
+                yield rb
+
+    return SplitSource(name, source, table.num_rows, table.schema, origin)

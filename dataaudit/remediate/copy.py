@@ -39,7 +39,7 @@ _CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 
 def _split_format(paths: list[Any]) -> tuple[str, str] | None:
     """(format, compression suffix) shared by all of a split's files, or None (then Parquet)."""
-    from ..readers import file_format
+    from ..inputs.files import file_format
 
     if not paths or any(not isinstance(p, Path) for p in paths):
         return None  # remote files or in-memory data: written as Parquet
@@ -207,7 +207,7 @@ def _copy_parquet(paths, keep, target) -> None:
 def _copy_arrow(paths, keep, target) -> None:
     import pyarrow as pa
 
-    from ..readers import iter_arrow
+    from ..inputs.ipc import iter_arrow
 
     writer = schema = None
     i = 0

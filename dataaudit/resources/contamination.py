@@ -52,7 +52,7 @@ class Benchmark:
 def read_benchmarks(paths: Iterable[str | os.PathLike[str]]) -> tuple[Benchmark, ...]:
     """Each file's text column (``text``, else its first string column); InputError naming the
     file when it cannot be read or has no text."""
-    from ..readers import file_batches
+    from ..inputs.files import file_batches
 
     out = []
     for p in paths:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ReferenceSketches", "build_reference", "is_saved_report"]
 
+TEXT_CARRYING = ("text", "prompt", "response", "messages")  # a reference must have these
+
 
 @dataclass(frozen=True)
 class ReferenceSketches:
@@ -111,14 +113,12 @@ def _scan_reference(
         # a named column the reference lacks (an older version without `source`, say) drops that
         # role there, so the rules that need it skip the comparison with a reason; the columns
         # that carry the text must exist, or the reference cannot be compared at all
-        available = set(_reference_columns(reference, config))
-        roles = {
-            role: column
-            for role, column in config.columns.items()
-            if column in available or role in ("text", "prompt", "response", "messages")
-        }
         corpus = load_corpus(
-            reference, split=config.split, roles=roles, on_bad_lines=config.on_bad_lines
+            reference,
+            split=config.split,
+            roles=config.columns,
+            on_bad_lines=config.on_bad_lines,
+            optional_roles=[r for r in config.columns if r not in TEXT_CARRYING],
         )
     except DataAuditError as exc:
         raise InputError(f"reference: {exc}") from None
@@ -153,11 +153,3 @@ def _scan_reference(
         sketch = run.rule.sketch(run.state)
         out[code] = {**sketch, "source": "dataset"}
     return out
-
-
-def _reference_columns(reference: Any, config: AuditConfig) -> list[str]:
-    from ..corpus import load_corpus
-
-    corpus = load_corpus(reference, split=config.split, on_bad_lines=config.on_bad_lines)
-    schema = corpus.schema
-    return list(schema.names) if schema is not None else []

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, close_matches
-from ..hub import hub_reachable as _hub_reachable
+from ..inputs.hub import hub_reachable as _hub_reachable
 
 __all__ = ["WORDS_KEY", "TokenizerError", "TokenizerHandle", "resolve_tokenizer"]
 

@@ -97,7 +97,6 @@ def test_hub_name_offline_and_not_cached_fails_at_once(monkeypatch, tmp_path):
 
 def test_hub_name_is_streamed_when_the_hub_is_reachable(monkeypatch, tmp_path):
     datasets = pytest.importorskip("datasets")
-    import dataaudit.hub
     import dataaudit.inputs.hub as hub
 
     calls = []
@@ -109,7 +108,7 @@ def test_hub_name_is_streamed_when_the_hub_is_reachable(monkeypatch, tmp_path):
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
     monkeypatch.setattr(hub, "_load", fake_load)
-    monkeypatch.setattr(dataaudit.hub, "hub_reachable", lambda host="": True)
+    monkeypatch.setattr(hub, "hub_reachable", lambda host="": True)
     report = audit("someorg/somedata", select=["LEAK001"])
     assert calls == [("someorg/somedata", {"streaming": True})]
     assert {n: s["rows"] for n, s in report.data["dataset"]["splits"].items()} == {

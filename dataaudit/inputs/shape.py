@@ -1,0 +1,121 @@
+"""The corpus stream's shape: every batch holds every column of the corpus schema, and what the
+input does that the schema did not foresee is noted for INPUT001 (a column that turns up after
+the roles were chosen, a role column missing from a file, a named column no row has)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..rule import TYPE_MARKER_PREFIX, Severity
+from .arrow import check_names, plain_batch
+from .roles import detect_roles
+
+if TYPE_CHECKING:
+    from ..corpus import Corpus
+
+__all__ = ["Shape"]
+
+
+class Shape:
+    """Holds every streamed batch to the corpus schema and notes where the input departs from it."""
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+        schema = corpus.schema or pa.schema([])
+        self.types = {f.name: f.type for f in schema}
+        for column in corpus.given_roles.values():  # named, expected in later records
+            self.types.setdefault(column, pa.null())
+        self.role_columns = {c: r for r, c in corpus.roles.columns().items()}
+        self.seen: set[str] = set()
+
+    def conform(
+        self, rb: pa.RecordBatch, split: str | None, row: int | None, origin: str
+    ) -> pa.RecordBatch:
+        rb = plain_batch(rb)
+        names = rb.schema.names
+        if len(set(names)) != len(names):
+            check_names(rb.schema, origin)
+        self.seen.update(names)
+        for name in names:
+            if name not in self.types:
+                col = rb.column(rb.schema.get_field_index(name))
+                first = pc.index(pc.is_valid(col), True).as_py()  # its first non-null value
+                at = None if row is None else row + max(first, 0)
+                self._late(name, col.type, split, at, origin)
+            elif pa.types.is_null(self.types[name]) and not pa.types.is_null(
+                rb.schema.field(name).type
+            ):
+                self.types[name] = rb.schema.field(name).type
+        missing = [n for n in self.types if n not in set(names)]
+        if not missing:
+            return rb
+        arrays = list(rb.columns)
+        fields = list(rb.schema)
+        for name in missing:
+            t = self.types[name]
+            arrays.append(pa.nulls(rb.num_rows, t))
+            fields.append(pa.field(name, t))
+            role = self.role_columns.get(name)
+            if role is not None:  # a file (or block) without the column: its rows read as nulls
+                self.corpus.log.add(
+                    "missing_column",
+                    Severity.WARN,
+                    f"{{count}} rows: the {role} column {name!r} is absent from whole files or "
+                    "blocks, so these rows are read as nulls (FMT001 counts them). Check that those files belong "
+                    "to this dataset",
+                    column=name,
+                    count=rb.num_rows,
+                    row=row,
+                    place=origin,
+                )
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _late(
+        self, name: str, t: pa.DataType, split: str | None, row: int | None, origin: str
+    ) -> None:
+        """A column that was not in the schema the roles were chosen from."""
+        self.types[name] = t
+        if name.startswith(TYPE_MARKER_PREFIX):
+            return
+        where = f"{split!r} row {row:,}" if split is not None and row is not None else "a row"
+        union = pa.schema([pa.field(n, ty) for n, ty in self.types.items()])
+        would = detect_roles(union, self.corpus.given_roles, deferred=True)
+        role = next((r for r, c in would.columns().items() if c == name), None)
+        taken = role is not None and getattr(self.corpus.roles, role) != name
+        if taken:
+            self.corpus.log.add(
+                "late_column",
+                Severity.ERROR,
+                f"column {name!r} first appears at {where} ({origin}), after the column roles "
+                f"were chosen from the first records, so it was not audited as the {role}. Put "
+                f'the key in the first record (null is fine: "{name}": null) or name it: '
+                f"{role}={name!r} (CLI: --{role} {name})",
+                column=name,
+                row=row,
+                place=origin,
+            )
+        else:
+            self.corpus.log.add(
+                "late_column",
+                Severity.INFO,
+                f"column {name!r} first appears at {where} ({origin}); no rule reads it",
+                column=name,
+                row=row,
+                place=origin,
+            )
+
+    def close(self) -> None:
+        """Role columns the user named that no row had."""
+        for role, column in self.corpus.given_roles.items():
+            if column not in self.seen and column in self.role_columns:
+                self.corpus.log.add(
+                    "missing_column",
+                    Severity.ERROR,
+                    f"the {role} column {column!r} was named but no record has it, so nothing "
+                    f"was audited as the {role}. Check the name",
+                    column=column,
+                    count=0,
+                )
