@@ -1,48 +1,72 @@
 """Label-error detection: dataaudit LBL002 vs cleanlab's ``find_label_issues`` on real text.
 
-Data: Debian's fortune cookie files, labeled by their category (one file per category), which
-ship with the ``fortunes`` package:
+Data (real labeled text, no download at run time):
+  * ``--data pydocs`` (default): the paragraphs of the Python documentation sources, labeled by
+    their section (library, whatsnew, c-api, howto, reference, tutorial, faq, ...); ~50k rows.
+    Ships with Debian's ``python3.11-doc`` (/usr/share/doc/python3.11-doc/html/_sources).
+  * ``--data fortunes``: Debian's fortune cookie files labeled by category (``apt-get install -y
+    fortunes``; /usr/share/games/fortunes); ~4.4k rows in the 12 default categories.
+A text filed under two labels is dropped entirely (the clean labels are unambiguous); copies
+within one label are kept (real data has them; ``--dedup`` drops them). ``--rows`` rows are
+drawn (seeded), ``--flip`` (5%) of the labels are replaced by a different label at random
+(seeded), and the rows go to dataaudit as one train split.
 
-    apt-get install -y fortunes          # files under /usr/share/games/fortunes
-    pip install cleanlab                 # bench-only; not a dataaudit dependency
+Both methods are scored against the flipped rows over ALL rows:
+  * dataaudit: ``audit(select=["LBL002"])`` end to end at its defaults (``-o max_rows=50000``
+    etc. to change them): the flags it reports, its coverage (rows scored of the labeled rows).
+  * cleanlab (``pip install cleanlab``; bench-only; when it is not importable here the bench
+    runs it with ``--cleanlab-python``, e.g. a venv at /tmp/benchvenv2): ``find_label_issues``
+    on 5-fold out-of-fold probabilities of every row from the same probe model (hashed word
+    1-2-gram tf-idf + logistic loss SGD, sklearn ``StratifiedKFold``), as a cleanlab user would
+    compute them, and ``return_indices_ranked_by="self_confidence"`` for precision@k.
+Printed side by side: flagged rows, precision, recall, F1, precision@k (k = flipped rows),
+seconds (dataaudit end to end; cleanlab = its probabilities + find_label_issues), peak RSS.
 
-The entries of ``--categories`` are de-duplicated (a fortune filed in two categories is dropped
-entirely, so the clean labels are unambiguous), ``--flip`` (5%) of the labels are replaced by a
-different category at random (seeded), and the rows go to dataaudit as one train split.
-
-Both methods get the SAME out-of-fold probabilities: those of LBL002's probe (hashed word
-1-2-gram tf-idf + logistic loss, 5-fold, on LBL002's seeded sample; with the default row cap of
-20k every row is sampled). Printed side by side, with ratios:
-  * precision / recall / F1 of the flagged rows at each method's default setting
-    (LBL002 as the rule reports it; cleanlab ``find_label_issues(labels, pred_probs)``, i.e.
-    ``filter_by="prune_by_noise_rate"``) against the flipped rows;
-  * precision@k for k = number of flipped rows (LBL002's ranked list vs cleanlab
-    ``return_indices_ranked_by="self_confidence"``);
-  * the probe's accuracy against the clean labels (how hard the task is), wall time and peak RSS.
-
-    python bench/bench_labels.py                     # 12 categories, ~4.4k rows
-    python bench/bench_labels.py --rows 2000 --seed 1
+    python bench/bench_labels.py                           # pydocs, 38k rows
+    python bench/bench_labels.py --data fortunes --rows 0  # all 12 categories
+    PYTHONPATH=/path/to/older/checkout python bench/bench_labels.py   # an older dataaudit
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import re
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 FORTUNES = Path("/usr/share/games/fortunes")
+PYDOCS = Path("/usr/share/doc/python3.11-doc/html/_sources")
 DEFAULT_CATEGORIES = (
     "computers,food,science,literature,politics,law,medicine,sports,love,education,work,drugs"
 )
+PYDOCS_SECTIONS = "library,whatsnew,c-api,howto,reference,tutorial,faq,distutils,using,extending"
 
 
-def load(categories: list[str]) -> list[tuple[str, str]]:
-    seen: dict[str, set[str]] = {}
+def _unambiguous(pairs: list[tuple[str, str]], dedup: bool) -> list[tuple[str, str]]:
+    labels: dict[str, set[str]] = {}
+    for text, label in pairs:
+        labels.setdefault(text, set()).add(label)
+    seen: set[str] = set()
+    rows = []
+    for text, label in pairs:
+        if len(labels[text]) != 1 or (dedup and text in seen):
+            continue
+        seen.add(text)
+        rows.append((text, label))
+    rows.sort(key=lambda r: (r[1], r[0]))
+    return rows
+
+
+def load_fortunes(categories: list[str]) -> list[tuple[str, str]]:
+    pairs = []
     for cat in categories:
         path = FORTUNES / cat
         if not path.exists():
@@ -50,10 +74,23 @@ def load(categories: list[str]) -> list[tuple[str, str]]:
         for entry in path.read_text(encoding="utf-8", errors="replace").split("\n%\n"):
             text = entry.strip()
             if len(text) >= 20:
-                seen.setdefault(text, set()).add(cat)
-    rows = [(t, next(iter(c))) for t, c in seen.items() if len(c) == 1]
-    rows.sort(key=lambda r: (r[1], r[0]))
-    return rows
+                pairs.append((text, cat))
+    return _unambiguous(pairs, dedup=True)  # as before: one row per fortune
+
+
+def load_pydocs(sections: list[str], dedup: bool) -> list[tuple[str, str]]:
+    if not PYDOCS.exists():
+        sys.exit(f"{PYDOCS} not found: apt-get install -y python3.11-doc")
+    pairs = []
+    for path in sorted(PYDOCS.rglob("*.txt")):
+        parts = path.relative_to(PYDOCS).parts
+        if len(parts) < 2 or parts[0] not in sections:
+            continue
+        for para in re.split(r"\n\s*\n", path.read_text(encoding="utf-8", errors="replace")):
+            text = " ".join(para.split())
+            if len(text) >= 40 and len(text.split()) >= 6:
+                pairs.append((text, parts[0]))
+    return _unambiguous(pairs, dedup)
 
 
 def prf(flagged: np.ndarray, truth: np.ndarray) -> tuple[float, float, float]:
@@ -67,29 +104,92 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=0, help="use at most this many rows (0 = all)")
-    ap.add_argument("--categories", default=DEFAULT_CATEGORIES)
-    ap.add_argument("--flip", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+def oof_probabilities(texts: list[str], labels: np.ndarray, seed: int) -> np.ndarray:
+    """What a cleanlab user computes: 5-fold out-of-fold probabilities of every row from the
+    probe model (the same features and classifier as LBL002's probe)."""
+    import warnings
 
-    import dataaudit as da
-    from dataaudit.context import AuditContext, SplitInfo
-    from dataaudit.corpus import load_corpus
-    from dataaudit.features import Batch
-    from dataaudit.rules.labels._probe import run_probe
-    from dataaudit.rules.labels._sample import sampled
-    from dataaudit.rules.labels.likely_mislabels import LikelyMislabels
+    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.model_selection import StratifiedKFold
 
+    hv = HashingVectorizer(
+        ngram_range=(1, 2),
+        n_features=2**18,
+        alternate_sign=False,
+        norm=None,
+        token_pattern=r"(?u)\b\w+\b",
+    )
+    x = TfidfTransformer(sublinear_tf=True).fit_transform(hv.transform(texts))
+    k = int(labels.max()) + 1
+    proba = np.zeros((len(texts), k))
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=seed)
+    for tr, te in folds.split(np.zeros(len(labels)), labels):
+        model = SGDClassifier(loss="log_loss", alpha=1e-5, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(x[tr], labels[tr])
+        proba[np.ix_(te, model.classes_)] = model.predict_proba(x[te])
+    return proba
+
+
+_CLEANLAB = """
+import sys, json, time, numpy as np
+from cleanlab.filter import find_label_issues
+d = np.load(sys.argv[1])
+t0 = time.perf_counter()
+flag = find_label_issues(d["given"], d["proba"])
+rank = find_label_issues(d["given"], d["proba"], return_indices_ranked_by="self_confidence")
+print(json.dumps({"flag": flag.tolist(), "rank": rank.tolist(), "seconds": time.perf_counter() - t0}))
+"""
+
+
+def run_cleanlab(
+    given: np.ndarray, proba: np.ndarray, python: str
+) -> tuple[np.ndarray, np.ndarray, float]:
     try:
         from cleanlab.filter import find_label_issues
     except ImportError:
-        sys.exit("pip install cleanlab  (bench-only dependency)")
+        if not Path(python).exists():
+            sys.exit(
+                f"cleanlab is not importable and {python} does not exist: pip install cleanlab"
+            )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "probs.npz"
+            np.savez(path, given=given, proba=proba)
+            out = subprocess.run(
+                [python, "-c", _CLEANLAB, str(path)], check=True, capture_output=True, text=True
+            )
+        res = json.loads(out.stdout)
+        return np.array(res["flag"], bool), np.array(res["rank"], np.int64), res["seconds"]
+    t0 = time.perf_counter()
+    flag = find_label_issues(given, proba)
+    rank = find_label_issues(given, proba, return_indices_ranked_by="self_confidence")
+    return flag, rank, time.perf_counter() - t0
 
-    cats = args.categories.split(",")
-    rows = load(cats)
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", choices=("pydocs", "fortunes"), default="pydocs")
+    ap.add_argument("--rows", type=int, default=38000, help="draw this many rows (0 = all)")
+    ap.add_argument("--categories", default=None, help="labels to use (comma-separated)")
+    ap.add_argument("--flip", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dedup", action="store_true", help="drop copies within a label too")
+    ap.add_argument("-o", "--option", action="append", default=[], help="LBL002 option k=v")
+    ap.add_argument("--cleanlab-python", default="/tmp/benchvenv2/bin/python")
+    ap.add_argument("--no-cleanlab", action="store_true")
+    args = ap.parse_args()
+
+    import dataaudit as da
+
+    if args.data == "fortunes":
+        cats = (args.categories or DEFAULT_CATEGORIES).split(",")
+        rows = load_fortunes(cats)
+    else:
+        cats = (args.categories or PYDOCS_SECTIONS).split(",")
+        rows = load_pydocs(cats, args.dedup)
+        cats = sorted({c for _, c in rows})
     rng = random.Random(args.seed)
     if args.rows and args.rows < len(rows):
         rows = sorted(rng.sample(rows, args.rows), key=lambda r: (r[1], r[0]))
@@ -100,93 +200,86 @@ def main() -> None:
     for i, (text, cat) in enumerate(rows):
         label = rng.choice([c for c in cats if c != cat]) if i in flipped else cat
         records.append({"text": text, "label": label})
-    truth_by_row = np.zeros(n, bool)
-    truth_by_row[sorted(flipped)] = True
+    truth = np.zeros(n, bool)
+    truth[sorted(flipped)] = True
+    copies = n - len({t for t, _ in rows})
     print(
-        f"fortunes: {n} rows, {len(cats)} categories, {len(flipped)} labels flipped (seed {args.seed})"
+        f"{args.data}: {n} rows ({copies} copies of another row), {len(cats)} labels, "
+        f"{len(flipped)} labels flipped (seed {args.seed}); dataaudit from "
+        f"{Path(da.__file__).parent}"
     )
+    options = {}
+    for kv in args.option:
+        k, v = kv.split("=", 1)
+        options[k] = int(v) if v.isdigit() else v
 
-    # 1) the rule as users run it
+    shown = dict(options)
+    # the ranked list (by self-confidence) long enough for precision@k; it changes no flag
+    options.setdefault("max_listed", len(flipped))
     t0 = time.perf_counter()
     report = da.audit(
-        {"train": records}, select=["LBL002"], text="text", label="label", seed=args.seed
+        {"train": records},
+        select=["LBL002"],
+        text="text",
+        label="label",
+        seed=args.seed,
+        rules={"LBL002": options},
     )
     t_audit = time.perf_counter() - t0
     res = report.result("LBL002")
     if res["status"] == "skipped":
         sys.exit(f"LBL002 skipped: {res['message']}")
     flags = report.flags()
-    ours_flag = np.zeros(n, bool)
-    ours_flag[flags.filter(flags["code"] == "LBL002")["row"].to_numpy()] = True
-
-    # 2) the same sample and out-of-fold probabilities, for cleanlab
-    rule = LikelyMislabels()
-    corpus = load_corpus({"train": records}, roles={"text": "text", "label": "label"})
-    ctx = AuditContext(
-        splits={s: SplitInfo(s, c.kind, c.num_rows) for s, c in corpus.splits.items()},
-        roles=corpus.roles,
-        seed=args.seed,
-    )
-    state = rule.start(ctx)
-    offset = 0
-    for split, rb in corpus.stream(4096):
-        state = rule.update(state, Batch(split, rb, offset, ctx.roles, "train"))
-        offset += rb.num_rows
-    run = run_probe(
-        sampled(state["sample"]),
-        seed=args.seed,
-        folds=rule.folds,
-        min_rows=rule.min_rows,
-        min_class_rows=rule.min_class_rows,
-        max_classes=rule.max_classes,
-    )
-    rows_idx = np.array([it.row for it in run.items])
-    truth = truth_by_row[rows_idx]
-    index = {c: i for i, c in enumerate(run.classes)}
-    given = np.array([index[it.label] for it in run.items])
-    clean = np.array([index.get(rows[r][1], -1) for r in rows_idx])
-    ours = ours_flag[rows_idx]
-    assert np.array_equal(ours, run.cl.issue), "bench and audit disagree on LBL002's flags"
-
-    t0 = time.perf_counter()
-    cl_flag = find_label_issues(given, run.proba)
-    cl_rank = find_label_issues(given, run.proba, return_indices_ranked_by="self_confidence")
-    t_cleanlab = time.perf_counter() - t0
-
+    ours = np.zeros(n, bool)
+    ours[flags.filter(flags["code"] == "LBL002")["row"].to_numpy()] = True
     k = int(truth.sum())
-    ranked_rows = [r["row"] for r in res["details"]["ranked"]]
-    if len(ranked_rows) < k:  # the report lists max_listed rows; rank all flagged the same way
-        p_given = run.proba[np.arange(len(given)), given]
-        order = sorted(np.flatnonzero(run.cl.issue), key=lambda i: (p_given[i], rows_idx[i]))
-        ranked_rows = [int(rows_idx[i]) for i in order]
-    ours_pk = truth_by_row[ranked_rows[:k]].sum() / k
-    cl_pk = truth[cl_rank[:k]].sum() / k
+    ranked = [r["row"] for r in res["details"]["ranked"]]
+    if len(ranked) < k:  # the report lists max_listed rows: rank the flags by their score
+        f = flags.filter(flags["code"] == "LBL002").sort(["score", "row"], descending=[True, False])
+        ranked = f["row"].to_list()
+    ours_pk = truth[ranked[:k]].sum() / k
+    sample = res["details"]["sample"]
+    cov = res.get("coverage")
+    scored = cov["examined"] if cov else sample.get("rows_probed", sample.get("rows_sampled"))
+    print(
+        f"dataaudit LBL002 {shown or '(defaults)'}: trained on {sample['rows_sampled']} rows, "
+        f"scored {scored} of {n}"
+        + (f"; coverage: {cov['reason']}" if cov and cov["reason"] else "")
+    )
 
-    po, ro, fo = prf(ours, truth)
-    pc, rc, fc = prf(cl_flag, truth)
-    acc = float((run.proba.argmax(axis=1) == clean).mean())
-    print(
-        f"probe: {len(run.items)} rows sampled of {n}, out-of-fold accuracy vs clean labels {acc:.3f}"
-    )
+    have_cleanlab = not args.no_cleanlab
+    if have_cleanlab:
+        index = {c: i for i, c in enumerate(sorted({r["label"] for r in records}))}
+        given = np.array([index[r["label"]] for r in records], np.int64)
+        t0 = time.perf_counter()
+        proba = oof_probabilities([r["text"] for r in records], given, args.seed)
+        t_proba = time.perf_counter() - t0
+        cl_flag, cl_rank, t_find = run_cleanlab(given, proba, args.cleanlab_python)
+        cl_pk = truth[cl_rank[:k]].sum() / k
+        t_cleanlab = t_proba + t_find
     print()
-    print(f"{'':22}{'dataaudit LBL002':>18}{'cleanlab':>12}{'ratio':>9}")
-    print(
-        f"{'flagged rows':22}{int(ours.sum()):>18}{int(cl_flag.sum()):>12}{ours.sum() / max(cl_flag.sum(), 1):>9.2f}"
-    )
-    for name, a, b in (
-        ("precision", po, pc),
-        ("recall", ro, rc),
-        ("F1", fo, fc),
-        (f"precision@{k}", ours_pk, cl_pk),
-    ):
-        print(f"{name:22}{a:>18.3f}{b:>12.3f}{a / b if b else float('nan'):>9.2f}")
-    print(
-        f"{'seconds':22}{t_audit:>18.2f}{t_cleanlab:>12.2f}   (audit end to end incl. probe; "
-        "cleanlab on given probabilities)"
-    )
+    head = f"{'':22}{'dataaudit LBL002':>18}"
+    print(head + (f"{'cleanlab':>12}{'ratio':>9}" if have_cleanlab else ""))
+    po, ro, fo = prf(ours, truth)
+    lines = [("flagged rows", int(ours.sum()), None), ("precision", po, None)]
+    lines += [("recall", ro, None), ("F1", fo, None), (f"precision@{k}", ours_pk, None)]
+    lines += [("seconds", t_audit, None)]
+    if have_cleanlab:
+        pc, rc, fc = prf(cl_flag, truth)
+        values = [int(cl_flag.sum()), pc, rc, fc, cl_pk, t_cleanlab]
+        lines = [(name, a, b) for (name, a, _), b in zip(lines, values)]
+    for name, a, b in lines:
+        fmt = (lambda v: f"{v:.0f}") if name == "flagged rows" else (lambda v: f"{v:.3f}")
+        row = f"{name:22}{fmt(a):>18}"
+        if b is not None:
+            row += f"{fmt(b):>12}{(a / b if b else float('nan')):>9.2f}"
+        print(row)
+    if have_cleanlab:
+        print(
+            f"(seconds: dataaudit end to end incl. reading and its probe; cleanlab = 5-fold "
+            f"probabilities of every row {t_proba:.2f} s + find_label_issues {t_find:.2f} s)"
+        )
     print(f"peak RSS {peak_rss_mb():.0f} MB")
-    noise = res["details"]["noise_by_class"]
-    print("estimated noise by class (LBL002):", ", ".join(f"{c} {v:.2f}" for c, v in noise.items()))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,12 @@ adds char 2-5-grams and fits an almost unregularized hinge-loss linear model. ``
 out-of-fold probabilities; the result is memoized for the same sample and parameters, so LBL002
 and LBL003's per-class table run the probe once per audit.
 
+Folds are stratified by label and grouped by the normalized input's hash: copies of one text
+are always in one fold, so no row is scored by a model that saw its twin (a duplicated row with
+a wrong label would otherwise vouch for itself). Rows beyond the training sample are scored by
+the fold model that left out their group (none of the fold models saw a row outside the
+sample), so every row can be scored and flagged, not only the sampled ones.
+
 Confident learning (Northcutt, Jiang & Chuang, JAIR 2021): a per-class threshold ``t_j`` =
 mean predicted probability of class j over rows labeled j; a row labeled i "confidently belongs"
 to class j when ``p_j >= t_j`` (the most probable such j). Counting these pairs gives the
@@ -50,76 +56,195 @@ def _digest(texts: list[str], labels: list[str], params: tuple) -> str:
     return h.hexdigest()
 
 
+class Vectorizer:
+    """Hashed word 1-2-grams (+ char_wb 2-5-grams), sublinear tf-idf, l2-normalized rows; the
+    idf is fit on the rows given to ``fit_transform`` and reused by ``transform``."""
+
+    def __init__(self, n_features: int = 2**18, char: bool = False):
+        from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+
+        self.hashers = [
+            HashingVectorizer(
+                analyzer="word",
+                ngram_range=(1, 2),
+                n_features=n_features,
+                alternate_sign=False,
+                norm=None,
+                token_pattern=r"(?u)\b\w+\b",
+            )
+        ]
+        if char:
+            self.hashers.append(
+                HashingVectorizer(
+                    analyzer="char_wb",
+                    ngram_range=(2, 5),
+                    n_features=n_features,
+                    alternate_sign=False,
+                    norm=None,
+                )
+            )
+        self.tfidf = TfidfTransformer(sublinear_tf=True)
+
+    def _counts(self, texts: list[str]):
+        from scipy.sparse import hstack
+
+        return hstack([h.transform(texts) for h in self.hashers]).tocsr()
+
+    def fit_transform(self, texts: list[str]):
+        return self.tfidf.fit_transform(self._counts(texts))
+
+    def transform(self, texts: list[str]):
+        return self.tfidf.transform(self._counts(texts))
+
+
 def vectorize(texts: list[str], n_features: int = 2**18, char: bool = False):
     """Hashed word 1-2-grams (+ char_wb 2-5-grams), sublinear tf-idf, l2-normalized rows."""
-    from scipy.sparse import hstack
-    from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
-
-    word = HashingVectorizer(
-        analyzer="word",
-        ngram_range=(1, 2),
-        n_features=n_features,
-        alternate_sign=False,
-        norm=None,
-        token_pattern=r"(?u)\b\w+\b",
-    )
-    parts = [word.transform(texts)]
-    if char:
-        chars = HashingVectorizer(
-            analyzer="char_wb",
-            ngram_range=(2, 5),
-            n_features=n_features,
-            alternate_sign=False,
-            norm=None,
-        )
-        parts.append(chars.transform(texts))
-    x = hstack(parts).tocsr()
-    return TfidfTransformer(sublinear_tf=True).fit_transform(x)
+    return Vectorizer(n_features, char).fit_transform(texts)
 
 
-def _fit_predict(x_train, y_train, x_test, n_classes: int, seed: int) -> np.ndarray:
-    from sklearn.linear_model import SGDClassifier
+def group_ids(texts: list[str], groups: list[int] | None) -> np.ndarray:
+    """Each row's group as uint64: the given normalized-input hash, or (where it is 0: not
+    known) the hash of the row's normalized text."""
+    from ...features.normalize import normalize_text
 
-    proba = np.zeros((x_test.shape[0], n_classes))
-    present = np.unique(y_train)
-    if present.size == 1:
-        proba[:, present[0]] = 1.0
+    out = np.zeros(len(texts), np.uint64)
+    if groups is not None:
+        out[:] = np.asarray(groups, np.uint64)
+    for i in np.flatnonzero(out == 0).tolist():
+        out[i] = xxhash.xxh3_64_intdigest(normalize_text(texts[i]).encode("utf-8", "surrogatepass"))
+    return out
+
+
+def _group_keys(groups: np.ndarray, seed: int) -> np.ndarray:
+    from ...sketches.sampling import row_keys
+
+    return row_keys(groups.view(np.int64), int(seed) * 0x9E3779B97F4A7C15 & (2**64 - 1))
+
+
+def group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Each row's fold: stratified by label, grouped (rows of one group share a fold), seeded.
+
+    A group takes the label of its first row; the groups of a class, in a seeded order, are cut
+    into ``folds`` runs of about equal row counts, so every fold holds about 1/folds of every
+    class and copies of one text never straddle a training and a scored fold.
+    """
+    uniq, first, inv = np.unique(groups, return_index=True, return_inverse=True)
+    size = np.bincount(inv, minlength=uniq.size)
+    label = y[first]
+    order = np.lexsort((_group_keys(uniq, seed), label))
+    sizes, labels = size[order], label[order]
+    before = np.cumsum(sizes) - sizes  # rows in groups before this one, over all classes
+    totals = np.bincount(labels, weights=sizes).astype(np.int64)
+    class_start = np.zeros_like(totals)
+    class_start[1:] = np.cumsum(totals)[:-1]
+    within = before - class_start[labels]
+    fold = np.zeros(uniq.size, np.int64)
+    fold[order] = (within * folds) // np.maximum(totals[labels], 1)
+    return fold[inv]
+
+
+class _Model:
+    """One fold's probe: predicts probabilities over all ``n_classes`` (0 for classes it did
+    not see in training)."""
+
+    def __init__(self, x_train, y_train, n_classes: int, seed: int):
+        self.n_classes = n_classes
+        self.present = np.unique(y_train)
+        self.model = None
+        if self.present.size > 1:
+            from sklearn.linear_model import SGDClassifier
+
+            self.model = SGDClassifier(loss="log_loss", alpha=1e-5, random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.model.fit(x_train, y_train)
+
+    def predict(self, x) -> np.ndarray:
+        proba = np.zeros((x.shape[0], self.n_classes))
+        if self.model is None:
+            proba[:, self.present[0]] = 1.0
+        else:
+            proba[:, self.model.classes_] = self.model.predict_proba(x)
         return proba
-    model = SGDClassifier(loss="log_loss", alpha=1e-5, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(x_train, y_train)
-    proba[:, model.classes_] = model.predict_proba(x_test)
-    return proba
+
+
+@dataclass
+class OutOfFold:
+    """The probe's probabilities: ``proba`` for the training rows (out of fold) and
+    ``proba_scored`` for the rows scored beyond them; ``seen``/``seen_scored``: whether the
+    model that scored a row was trained on the row's own class (a class all of whose rows sit
+    in one fold, one duplicated text, cannot be judged there)."""
+
+    classes: list[str]
+    proba: np.ndarray
+    seen: np.ndarray
+    proba_scored: np.ndarray
+    seen_scored: np.ndarray
+
+
+SCORE_CHUNK = 20000  # rows beyond the training sample vectorized and scored at a time
 
 
 def oof_proba(
-    texts: list[str], labels: list[str], *, folds: int = 5, seed: int = 0
-) -> tuple[list[str], np.ndarray]:
-    """Out-of-fold class probabilities (rows x sorted classes), seeded stratified k-fold."""
-    params = ("oof", folds, seed)
+    texts: list[str],
+    labels: list[str],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    groups: list[int] | None = None,
+    score: tuple[list[str], list[str], list[int] | None] | None = None,
+) -> OutOfFold:
+    """Out-of-fold class probabilities (rows x sorted classes) with seeded folds stratified by
+    label and grouped by ``groups`` (see :func:`group_folds`); ``score`` = (texts, labels,
+    groups) of further rows, each scored by the fold model that left out its group (one the
+    training rows do not have: a seeded fold)."""
+    g = group_ids(texts, groups)
+    params = ("oof-grouped", folds, seed, xxhash.xxh3_64_hexdigest(g.tobytes()))
     key = _digest(texts, labels, params)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        classes, proba = _CACHE[key]
-        return list(classes), proba.copy()
-    from sklearn.model_selection import StratifiedKFold
-
     classes = sorted(set(labels))
     index = {c_: i for i, c_ in enumerate(classes)}
     y = np.array([index[v] for v in labels], np.int64)
-    x = vectorize(texts)
+    fold = group_folds(y, g, folds, seed)
+    s_texts, s_labels, s_groups = score if score is not None else ([], [], None)
+    sy = np.array([index[v] for v in s_labels], np.int64)
+    if key in _CACHE and not s_texts:
+        _CACHE.move_to_end(key)
+        proba, seen = _CACHE[key]
+        empty = np.zeros((0, len(classes)))
+        return OutOfFold(list(classes), proba.copy(), seen.copy(), empty, np.zeros(0, bool))
+    sg = group_ids(s_texts, s_groups)
+    # a scored row whose group is in the training sample goes to that group's fold
+    uniq, first = np.unique(g, return_index=True)
+    at = np.minimum(np.searchsorted(uniq, sg), max(uniq.size - 1, 0))
+    known = uniq[at] == sg if uniq.size else np.zeros(sg.size, bool)
+    s_fold = (_group_keys(sg, seed + 1) % np.uint64(folds)).astype(np.int64)
+    s_fold[known] = fold[first[at[known]]]
+    vec = Vectorizer()
+    x = vec.fit_transform(texts)
     proba = np.zeros((len(texts), len(classes)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-        splits = list(splitter.split(np.zeros(len(y)), y))
-    for train_idx, test_idx in splits:
-        proba[test_idx] = _fit_predict(x[train_idx], y[train_idx], x[test_idx], len(classes), seed)
-    _CACHE[key] = (tuple(classes), proba)
+    seen = np.zeros(len(texts), bool)
+    proba_s = np.zeros((len(s_texts), len(classes)))
+    seen_s = np.zeros(len(s_texts), bool)
+    for f in range(folds):
+        test_idx = np.flatnonzero(fold == f)
+        score_idx = np.flatnonzero(s_fold == f)
+        if not test_idx.size and not score_idx.size:
+            continue
+        train_idx = np.flatnonzero(fold != f)
+        if not train_idx.size:
+            continue
+        model = _Model(x[train_idx], y[train_idx], len(classes), seed)
+        if test_idx.size:
+            proba[test_idx] = model.predict(x[test_idx])
+            seen[test_idx] = np.isin(y[test_idx], model.present)
+        for lo in range(0, score_idx.size, SCORE_CHUNK):
+            chunk = score_idx[lo : lo + SCORE_CHUNK]
+            proba_s[chunk] = model.predict(vec.transform([s_texts[i] for i in chunk.tolist()]))
+            seen_s[chunk] = np.isin(sy[chunk], model.present)
+    _CACHE[key] = (proba, seen)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
-    return classes, proba.copy()
+    return OutOfFold(list(classes), proba.copy(), seen.copy(), proba_s, seen_s)
 
 
 def fit_train_accuracy(texts: list[str], labels: list[str], *, seed: int = 0) -> np.ndarray | None:
@@ -211,15 +336,23 @@ def sklearn_missing() -> bool:
 
 
 class ProbeRun:
-    """The probe's verdict on a sample: LBL002's flags and LBL003's per-class table."""
+    """The probe's verdict: LBL002's flags and LBL003's per-class table.
 
-    def __init__(self, items, classes, proba, cl, dropped, without_text):
+    ``items``/``proba``/``cl``: every row the probe judged - the training sample's rows (out
+    of fold) first, then the rows scored beyond it - and confident learning over all of them.
+    """
+
+    def __init__(self, items, classes, proba, cl, dropped, without_text, **counts):
         self.items = items
         self.classes = classes
         self.proba = proba
         self.cl = cl
         self.dropped = dropped  # classes left out: too few rows
-        self.without_text = without_text  # sampled rows left out: nothing for the probe to read
+        self.without_text = without_text  # rows left out: nothing for the probe to read
+        self.trained = counts.get("trained", len(items))  # training rows judged (out of fold)
+        self.scored = counts.get("scored", 0)  # rows beyond the training sample judged
+        self.dropped_rows = counts.get("dropped_rows", 0)  # rows of the classes left out
+        self.unjudged = counts.get("unjudged", 0)  # rows whose fold model never saw their class
 
 
 def run_probe(
@@ -230,14 +363,21 @@ def run_probe(
     min_rows: int,
     min_class_rows: int,
     max_classes: int,
+    score: list[Sampled] | None = None,
 ) -> ProbeRun | str:
-    """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run."""
+    """Out-of-fold probe + confident learning on sampled items, or the reason it cannot run.
+
+    ``items`` train the fold models (and are scored out of fold); ``score`` are further rows
+    that the fold models score (none of them saw these rows) and that are judged with them.
+    """
     if sklearn_missing():
         return "scikit-learn is not installed (pip install scikit-learn)"
+    score = list(score or [])
     # a row without text gives the probe nothing to read: it is never scored nor flagged (an
     # empty text is TXT001's finding, not a label error)
     readable = [it for it in items if has_words(it.text)]
-    without_text = len(items) - len(readable)
+    readable_s = [it for it in score if has_words(it.text)]
+    without_text = len(items) - len(readable) + len(score) - len(readable_s)
     note = (
         f"; {without_text} sampled rows have no text for the probe to read and were left out"
         if without_text
@@ -247,6 +387,8 @@ def run_probe(
     keep_classes = {c for c, n in counts.items() if n >= max(min_class_rows, folds)}
     dropped = sorted(set(counts) - keep_classes)
     kept = [it for it in readable if it.label in keep_classes]
+    kept_s = [it for it in readable_s if it.label in keep_classes]
+    dropped_rows = len(readable) - len(kept) + len(readable_s) - len(kept_s)
     if len(keep_classes) < 2:
         return (
             f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
@@ -263,10 +405,36 @@ def run_probe(
             f"the label has {len(keep_classes)} classes, more than max_classes={max_classes}; "
             "the probe is meant for categorical labels (raise max_classes to run it anyway)"
         )
-    texts = [it.text for it in kept]
-    labels = [it.label for it in kept]
-    classes, proba = oof_proba(texts, labels, folds=folds, seed=seed)
-    index = {c: i for i, c in enumerate(classes)}
-    given = np.array([index[v] for v in labels], np.int64)
+    oof = oof_proba(
+        [it.text for it in kept],
+        [it.label for it in kept],
+        folds=folds,
+        seed=seed,
+        groups=[it.group for it in kept],
+        score=(
+            [it.text for it in kept_s],
+            [it.label for it in kept_s],
+            [it.group for it in kept_s],
+        )
+        if kept_s
+        else None,
+    )
+    judged = [it for it, ok in zip(kept, oof.seen) if ok]
+    judged_s = [it for it, ok in zip(kept_s, oof.seen_scored) if ok]
+    proba = np.concatenate([oof.proba[oof.seen], oof.proba_scored[oof.seen_scored]])
+    all_items = judged + judged_s
+    index = {c: i for i, c in enumerate(oof.classes)}
+    given = np.array([index[it.label] for it in all_items], np.int64)
     cl = confident_learning(proba, given)
-    return ProbeRun(kept, classes, proba, cl, dropped, without_text)
+    return ProbeRun(
+        all_items,
+        oof.classes,
+        proba,
+        cl,
+        dropped,
+        without_text,
+        trained=len(judged),
+        scored=len(judged_s),
+        dropped_rows=dropped_rows,
+        unjudged=len(kept) - len(judged) + len(kept_s) - len(judged_s),
+    )

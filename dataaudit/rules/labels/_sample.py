@@ -1,7 +1,8 @@
 """The seeded sample of labeled rows that the label probes read (LBL002, LBL003, LBL004).
 
 A :class:`~dataaudit.sketches.sampling.BottomK` over all splits: each sampled row keeps its
-text (cut to ``max_chars``), its label and its id (for row flags).
+text (cut to ``max_chars``), its label, its id (for row flags) and its group: the hash of its
+normalized input (the exact-duplicate key), so copies of one text land in one probe fold.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class Sampled(NamedTuple):
     text: str
     label: str
     id: str | None
+    #: the normalized input's hash: rows with equal normalized input share it (0: unknown)
+    group: int = 0
 
 
 def _state(split: str, seed: int) -> int:
@@ -39,10 +42,11 @@ def offer(
     view: str = "input_text",
     view_params: dict[str, Any] | None = None,
     mask: np.ndarray | None = None,
-) -> None:
-    """Offer the batch's labeled rows (optionally only where ``mask``) to the sample."""
+) -> int:
+    """Offer the batch's labeled rows (optionally only where ``mask``) to the sample; returns
+    how many rows were offered (the rows in the probe's scope)."""
     if sample.k <= 0 or batch.num_rows == 0:
-        return
+        return 0
     labels = batch.feature("label").values
     ok = np.fromiter((v is not None for v in labels), bool, len(labels))
     if mask is not None:
@@ -50,13 +54,18 @@ def offer(
     idx = np.flatnonzero(ok)
     rows = batch.row_ids[idx]
 
-    def items(cand: np.ndarray) -> list[tuple[str, str, str | None]]:
+    def items(cand: np.ndarray) -> list[tuple[str, str, str | None, int]]:
         at = idx[cand]
         texts = batch.feature(view, **(view_params or {})).take(at).to_pylist()
         ids = ids_at(batch, at) or [None] * len(at)
-        return [((t or "")[:max_chars], labels[i], v) for t, i, v in zip(texts, at.tolist(), ids)]
+        groups = batch.feature("normalized_hash", view="input_text")[at].tolist()
+        return [
+            ((t or "")[:max_chars], labels[i], v, g)
+            for t, i, v, g in zip(texts, at.tolist(), ids, groups)
+        ]
 
     sample.offer(batch.split, rows, row_keys(rows, _state(batch.split, seed)), items)
+    return int(idx.size)
 
 
 def sampled(sample: BottomK) -> list[Sampled]:

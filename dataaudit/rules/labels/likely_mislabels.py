@@ -8,8 +8,9 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
+from ...wording import plural
 from .._origin import check_origin, state_origin
 from . import _probe, _sample
 
@@ -18,20 +19,25 @@ class LikelyMislabels(Rule):
     """Rows whose given label is unlikely under a text probe (confident learning).
 
     What it does:
-        Trains a small seeded text probe (hashed word 1-2-gram tf-idf, logistic loss, stratified
-        k-fold) on a bounded sample of the labeled rows of every split and takes out-of-fold
-        predicted probabilities, so no row is scored by a model that saw it. Confident learning
-        then sets a per-class threshold (the mean probability of a class over the rows labeled
-        with it), counts for each row the class it confidently belongs to (the confident joint),
-        calibrates that to the label counts to estimate the noise rate per class, and flags the
-        rows labeled i whose self-confidence is lowest and whose best guess is another class (as
-        many per class as the joint estimates). Reported: a ranked list (given label, suggested
-        label, confidence), the estimated noise per class, and a given-vs-likely label matrix.
+        Trains a small seeded text probe (hashed word 1-2-gram tf-idf, logistic loss, k-fold)
+        on a bounded sample of the labeled rows of every split, and scores every labeled row
+        with a fold model that never saw it: the sampled rows out of fold, every other row by
+        the fold model that left out its group. Folds are stratified by label and grouped by
+        the normalized input, so copies of one text never sit on both sides of a fold (a
+        duplicated wrong label would vouch for itself). Confident learning then sets a per-class
+        threshold (the mean probability of a class over the rows labeled with it), counts for
+        each row the class it confidently belongs to (the confident joint), calibrates that to
+        the label counts to estimate the noise rate per class, and flags the rows labeled i
+        whose self-confidence is lowest and whose best guess is another class (as many per
+        class as the joint estimates). Reported: a ranked list (given label, suggested label,
+        confidence), the estimated noise per class, a given-vs-likely label matrix, and the
+        coverage: rows scored of the labeled rows (partial only beyond ``max_scored``, for
+        classes too small to model, or for a class whose rows are all one duplicated text).
         Flagged rows have the action ``review`` (relabel or drop after a look), ``given=...
         likely=...`` as detail and the probe's probability of the likely label as score.
-        Rows without a word to read (empty, blank, null, only symbols) are left out and counted
-        (``rows_without_text``): the probe could only score them on the class prior, and empty
-        text is TXT001's finding.
+        Rows without a word to read (empty, blank, null, only symbols) are read but not scored
+        and counted (``rows_without_text``): the probe could only score them on the class
+        prior, and empty text is TXT001's finding.
 
     Why it matters:
         A few percent of wrong labels costs accuracy and, worse, makes evaluation lie: on a
@@ -43,9 +49,12 @@ class LikelyMislabels(Rule):
         and its probability.
 
     Options:
-        max_rows: row cap: the probe sees a seeded uniform sample of at most this many labeled
-            rows (the rows with the smallest seeded hash of split and row; exact under sharding;
-            default 20000). The report says how many rows were sampled.
+        max_rows: training cap: the fold models train on a seeded uniform sample of at most
+            this many labeled rows (the rows with the smallest seeded hash of split and row;
+            exact under sharding; default 20000). Rows beyond it are still scored.
+        max_scored: scoring cap: at most this many labeled rows are kept and scored (the same
+            seeded order; default 1000000). Beyond it the report's coverage is partial and
+            says so; raise it to score everything.
         folds: cross-validation folds for out-of-fold probabilities (default 5).
         min_rows: skip the probe below this many usable sampled rows (default 50).
         min_class_rows: classes with fewer sampled rows are left out of the probe (default 5).
@@ -63,6 +72,7 @@ class LikelyMislabels(Rule):
     def __init__(
         self,
         max_rows: int = 20000,
+        max_scored: int = 1_000_000,
         folds: int = 5,
         min_rows: int = 50,
         min_class_rows: int = 5,
@@ -71,6 +81,7 @@ class LikelyMislabels(Rule):
         max_listed: int = 100,
     ):
         self.max_rows = max_rows
+        self.max_scored = max_scored
         self.folds = folds
         self.min_rows = min_rows
         self.min_class_rows = min_class_rows
@@ -81,55 +92,83 @@ class LikelyMislabels(Rule):
     def check_options(self) -> None:
         if int(self.folds) < 2:
             raise ValueError(f"folds={self.folds} must be at least 2")
-        for name in ("max_rows", "min_rows", "max_classes", "max_chars"):
+        for name in ("max_rows", "max_scored", "min_rows", "max_classes", "max_chars"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if int(self.max_scored) < int(self.max_rows):
+            raise ValueError(
+                f"max_scored={self.max_scored} must be at least max_rows={self.max_rows}: every "
+                "training row is scored"
+            )
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
             "origin": state_origin(self, ctx),
             "seed": ctx.seed,
-            "sample": BottomK(self.max_rows),
+            "labeled": 0,  # labeled rows offered: the rule's scope
+            "sample": BottomK(max(int(self.max_scored), int(self.max_rows))),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        _sample.offer(state["sample"], batch, state["seed"], max_chars=self.max_chars)
+        state["labeled"] += _sample.offer(
+            state["sample"], batch, state["seed"], max_chars=self.max_chars
+        )
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**a, "sample": a["sample"].merge(b["sample"])}
+        return {
+            **a,
+            "labeled": a["labeled"] + b["labeled"],
+            "sample": a["sample"].merge(b["sample"]),
+        }
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         items = _sample.sampled(state["sample"])
+        train, beyond = items[: int(self.max_rows)], items[int(self.max_rows) :]
         total = sum(info.num_rows or 0 for info in ctx.splits.values())
-        result = RuleResult(thresholds={"max_rows": self.max_rows, "folds": self.folds})
+        labeled = int(state["labeled"])
+        result = RuleResult(
+            thresholds={
+                "max_rows": self.max_rows,
+                "max_scored": self.max_scored,
+                "folds": self.folds,
+            }
+        )
         sample_info = {
-            "rows_sampled": len(items),
+            "rows_sampled": len(train),
+            "rows_kept": len(items),
+            "rows_labeled": labeled,
             "rows_total": total,
             "max_rows": self.max_rows,
+            "max_scored": self.max_scored,
             "seed": ctx.seed,
             "how": "uniform seeded sample of labeled rows across all splits (bottom-k of a "
-            "seeded hash of split and row)",
+            "seeded hash of split and row): the first max_rows train the fold models, the "
+            "rest up to max_scored are scored by them",
             "probe": f"hashed word 1-2-gram tf-idf + logistic loss (SGD), {self.folds}-fold "
-            "out-of-fold probabilities",
+            "out-of-fold probabilities, folds stratified by label and grouped by normalized "
+            "input",
         }
-        result.metric("rows_sampled", len(items), Direction.NONE)
+        result.metric("rows_sampled", len(train), Direction.NONE)
         run = _probe.run_probe(
-            items,
+            train,
             seed=ctx.seed,
             folds=int(self.folds),
             min_rows=int(self.min_rows),
             min_class_rows=int(self.min_class_rows),
             max_classes=int(self.max_classes),
+            score=beyond,
         )
         if isinstance(run, str):
             result.skipped = run
-            without_text = sum(not _probe.has_words(it.text) for it in items)
+            without_text = sum(not _probe.has_words(it.text) for it in train)
             result.details = {"sample": {**sample_info, "rows_without_text": without_text}}
             return result
         cl, classes, kept = run.cl, run.classes, run.items
         n = len(kept)
+        result.coverage = self._coverage(labeled, len(items), run)
+        result.metric("rows_scored", n, Direction.HIGHER)
         given = np.array([classes.index(it.label) for it in kept])
         p_given = run.proba[np.arange(n), given]
         flagged = np.flatnonzero(cl.issue)
@@ -141,7 +180,7 @@ class LikelyMislabels(Rule):
         ranked = []
         pairs: dict[tuple[str, str], list[int]] = {}
         for i in order:
-            split, row, text, label, row_id = kept[i]
+            split, row, text, label, row_id = kept[i][:5]
             sug = classes[int(cl.suggested[i])]
             conf = float(run.proba[i, cl.suggested[i]])
             result.flags.append(
@@ -184,7 +223,7 @@ class LikelyMislabels(Rule):
             splits = sorted({kept[i].split for i in idx})
             result.findings.append(
                 Finding(
-                    message=f"{len(idx)} sampled rows labeled {label!r} look like {sug!r} "
+                    message=f"{plural(len(idx), 'row')} labeled {label!r} look like {sug!r} "
                     f"(splits: {', '.join(splits)})",
                     key=f"{label}->{sug}",
                     count=len(idx),
@@ -196,8 +235,12 @@ class LikelyMislabels(Rule):
             "sample": {
                 **sample_info,
                 "rows_probed": n,
+                "rows_trained": run.trained,
+                "rows_scored_beyond_sample": run.scored,
                 "rows_without_text": run.without_text,
                 "classes_left_out": run.dropped,
+                "rows_of_classes_left_out": run.dropped_rows,
+                "rows_unjudged": run.unjudged,
             },
             "ranked": ranked,
             "noise_by_class": {c: round(float(cl.noise_rate[j]), 4) for j, c in enumerate(classes)},
@@ -212,3 +255,26 @@ class LikelyMislabels(Rule):
             },
         }
         return result
+
+    def _coverage(self, labeled: int, kept: int, run: _probe.ProbeRun) -> Coverage:
+        """Rows judged (scored, or read and found without text) of the labeled rows, and why
+        the others were not."""
+        examined = len(run.items) + run.without_text
+        why = []
+        if labeled > kept:
+            why.append(
+                f"{plural(labeled - kept, 'labeled row')} beyond max_scored={self.max_scored} "
+                "were not scored (raise max_scored)"
+            )
+        if run.dropped_rows:
+            why.append(
+                f"{plural(run.dropped_rows, 'row')} of {plural(len(run.dropped), 'class')} with "
+                f"fewer than {max(int(self.min_class_rows), int(self.folds))} sampled rows were "
+                "not scored (too few to model)"
+            )
+        if run.unjudged:
+            why.append(
+                f"{plural(run.unjudged, 'row')} could not be judged: every row of their class "
+                "shares one normalized text, so the fold that scores them has none to learn from"
+            )
+        return Coverage(min(examined, labeled), labeled, "; ".join(why) or None, "labeled rows")

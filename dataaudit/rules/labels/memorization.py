@@ -126,7 +126,7 @@ class Memorization(Rule):
         examples = []
         severity = None if accuracy < float(self.min_accuracy) else Severity.INFO
         for i in missed:
-            split, row, text, label, row_id = items[i]
+            split, row, text, label, row_id = items[i][:5]
             twins = [j for j in by_text[text] if j != i and labels[j] != label]
             if not text.strip():
                 reason = "empty input"

@@ -73,3 +73,84 @@ def test_confident_learning_flags_planted_errors():
     assert len(found) >= 0.85 * len(flipped)
     assert all(truth[i] == cl.suggested[i] for i in flipped)
     assert 0.02 < cl.noise_rate.mean() < 0.1
+
+
+def _flips(ground_truth) -> set[tuple[str, int]]:
+    return {(f["split"], f["row"]) for f in ground_truth["classification"]["flipped_labels"]}
+
+
+def test_rows_beyond_the_training_cap_are_scored_and_flagged(fixtures_dir, ground_truth):
+    """The fold models trained on the capped sample score every other row (none of them saw
+    those rows): a row cap bounds the training, not which rows can be flagged."""
+    report = da.audit(
+        fixtures_dir / "classification", select=["LBL002"], rules={"LBL002": {"max_rows": 300}}
+    )
+    res = report.result("LBL002")
+    sample = res["details"]["sample"]
+    assert sample["rows_sampled"] == 300 and sample["rows_scored_beyond_sample"] > 550
+    cov = res["coverage"]
+    assert cov["in_scope"] == sample["rows_labeled"] == 900
+    assert cov["examined"] == sample["rows_probed"] + sample["rows_without_text"] >= 880
+    # only the rows of a class too rare in the 300 training rows go unscored, and it says so
+    assert cov["reason"].endswith(
+        "with fewer than 5 sampled rows were not scored (too few to model)"
+    )
+    flags = report.flags()
+    flagged = set(zip(flags["split"].to_list(), flags["row"].to_list()))
+    flips = _flips(ground_truth)
+    # the 300 sampled rows hold about a third of the flips: recall over all rows needs the rest
+    assert len(flagged & flips) >= 0.5 * len(flips)
+
+
+def test_a_scoring_cap_makes_coverage_partial_and_the_verdict_says_so(fixtures_dir):
+    report = da.audit(
+        fixtures_dir / "classification",
+        select=["LBL002"],
+        rules={"LBL002": {"max_rows": 200, "max_scored": 400}},
+    )
+    res = report.result("LBL002")
+    cov = res["coverage"]
+    assert cov["examined"] == 400 - res["details"]["sample"]["rows_of_classes_left_out"]
+    assert cov["in_scope"] == res["details"]["sample"]["rows_labeled"] > 800
+    assert not cov["complete"] and "beyond max_scored=400" in cov["reason"]
+    assert report.data["summary"]["partial_coverage"] == ["LBL002"]
+    text = report.summary()
+    assert "on partial coverage" in text and "LBL002 examined" in text
+    flags = report.flags()
+    assert flags.height == res["flagged_rows"] > 0
+
+
+def test_copies_of_one_text_share_a_fold_so_a_copied_wrong_label_is_caught():
+    """Four copies of a food text all labeled 'computers': with copies in different folds each
+    copy's model learned the wrong label from its twins and vouched for it (flagged none)."""
+    rng = random.Random(3)
+    food = "bread butter cheese soup salad pasta garlic onion pepper salt sugar flour".split()  # noqa: SIM905
+    comp = "kernel compiler server network packet socket thread memory cache disk cpu".split()  # noqa: SIM905
+    common = "the a of and with to in for on is it this that some more very good new".split()  # noqa: SIM905
+    rows = []
+    for i in range(400):
+        words = food if i % 2 else comp
+        text = rng.choices(words, k=4) + rng.choices(common + food + comp, k=8)
+        rows.append({"text": " ".join(text), "label": "food" if i % 2 else "computers"})
+    copied = "garlic bread with butter cheese and onion soup with pepper and salt"
+    rows += [{"text": copied, "label": "computers"} for _ in range(4)]
+    report = da.audit({"train": rows}, select=["LBL002"], text="text", label="label")
+    flags = report.flags()
+    assert set(range(400, 404)) <= set(flags["row"].to_list())
+
+
+def test_group_folds_keep_groups_together_and_stay_stratified():
+    rng = np.random.default_rng(0)
+    n, folds = 3000, 5
+    ids = rng.integers(1, 1200, n)  # many duplicates
+    y = rng.integers(0, 3, 1200)[ids]  # a group's rows share a label
+    groups = ids.astype(np.uint64)
+    fold = _probe.group_folds(y, groups, folds, seed=0)
+    for g in np.unique(groups):
+        assert np.unique(fold[groups == g]).size == 1
+    for c in range(3):
+        counts = np.bincount(fold[y == c], minlength=folds)
+        assert counts.min() >= 0.8 * counts.mean()
+    again = _probe.group_folds(y, groups, folds, seed=0)
+    assert np.array_equal(fold, again)
+    assert not np.array_equal(fold, _probe.group_folds(y, groups, folds, seed=1))
