@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .corpus import Corpus
     from .features import Batch
     from .inputs.notes import InputLog
-    from .rule import Roles
+    from .rule import Roles, RuleResult
 
 
 @dataclass
@@ -35,6 +35,9 @@ class AuditContext:
     resources: Resources = field(default_factory=Resources)
     #: what the readers could not take as given; filled while the corpus streams (INPUT001)
     input_log: InputLog | None = None
+    #: results of the rules the finishing rule declared in ``Rule.after`` (code -> RuleResult);
+    #: set by the engine right before that rule's ``finish``, empty otherwise
+    results: dict[str, RuleResult] = field(default_factory=dict)
 
     @classmethod
     def from_corpus(cls, corpus: Corpus, **settings: Any) -> AuditContext:

@@ -318,6 +318,10 @@ class Rule:
     requires: ClassVar[tuple[str, ...]] = ("text",)
     #: stable rules run in the default selection; preview rules only when selected by code.
     stable: ClassVar[bool] = True
+    #: codes of rules whose results this rule reads in ``finish`` (``ctx.results[code]``: their
+    #: findings and row flags); the engine finishes those first. Ordering only: a rule named
+    #: here that was not selected (or failed) is simply absent from ``ctx.results``.
+    after: ClassVar[tuple[str, ...]] = ()
 
     # -- the contract -------------------------------------------------------------------------
     def start(self, ctx: AuditContext) -> Any:

@@ -9,9 +9,10 @@ import pyarrow as pa
 
 from ..context import AuditContext
 from ..identity import SplitIdentity
+from ..rule import RuleResult
 from .progress import Progress
 from .reportable import check_result
-from .state import RULE_FAILURES, ScanState, error_message
+from .state import RULE_FAILURES, RuleRun, ScanState, error_message
 
 __all__ = ["finish", "scan"]
 
@@ -66,24 +67,55 @@ def scan(
     return state
 
 
+def _finish_order(runs: list[RuleRun]) -> list[RuleRun]:
+    """The runs in their order, except that a rule finishes after the rules it names in
+    ``Rule.after`` (a stable topological order; a cycle keeps the given order)."""
+    by_code = {run.rule.code: run for run in runs}
+    out: list[RuleRun] = []
+    placed: set[int] = set()
+    visiting: set[int] = set()
+
+    def place(run: RuleRun) -> None:
+        if id(run) in placed or id(run) in visiting:
+            return
+        visiting.add(id(run))
+        for code in getattr(run.rule, "after", ()):
+            dep = by_code.get(code)
+            if dep is not None:
+                place(dep)
+        visiting.discard(id(run))
+        placed.add(id(run))
+        out.append(run)
+
+    for run in runs:
+        place(run)
+    return out
+
+
 def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> ScanState:
     """Each active rule's result from its state. Clustering, probes and classifiers run here,
     often longer than the scan: the progress bar counts the rules and names the running one."""
     for name, ident in state.identity.items():
         if name in ctx.splits:
             ctx.splits[name].num_rows = ident.rows
-    active = [run for run in state.runs if run.active]
+    active = _finish_order([run for run in state.runs if run.active])
     bar = Progress(progress, len(active), "finishing", unit="rules")
+    done: dict[str, RuleResult] = {}
     try:
         for run in active:
             bar.describe(f"finishing {run.rule.code} ({run.rule.name})")
             t0 = time.perf_counter()
+            ctx.results = {c: done[c] for c in getattr(run.rule, "after", ()) if c in done}
             try:
                 run.result = run.rule.finish(run.state, ctx)
             except RULE_FAILURES as exc:
                 run.error = error_message(exc)
             else:
                 check_result(run)
+            finally:
+                ctx.results = {}
+            if run.result is not None:
+                done[run.rule.code] = run.result
             run.charge("finish", time.perf_counter() - t0)
             run.state = None  # free memory: the result is all the report needs
             bar.update(1)
