@@ -109,15 +109,21 @@ def signals(
                 + f" (up to {last}): the order belongs to another run, or batch_size / "
                 "gradient_accumulation_steps are not the run's."
             )
-    report = audit(data, config=config, fail_on=fail_on, seed=seed, progress=progress, **columns)
-    events, metrics = detect(training, opts)
-    roles = {k: v["column"] for k, v in report.data["dataset"]["roles"].items()}
     table = None
     if steps_rows is not None:
-        table = load_rows(data, train_split, roles, report.flags())
+        from ..config import load_config
+
+        # the roles the audit will use (the config's columns and the arguments), so the rows
+        # are read the same way; the order is checked against the data before the audit runs
+        roles = load_config(config, columns={k: v for k, v in columns.items() if v} or None)
+        table = load_rows(data, train_split, roles.columns)
         # every step of the order must name rows of this data: check them all, not only spikes
         for step, refs in steps_rows.items():
             table.resolve(refs, step)
+    report = audit(data, config=config, fail_on=fail_on, seed=seed, progress=progress, **columns)
+    events, metrics = detect(training, opts)
+    if table is not None:
+        table.attach_flags(report.flags())
     max_examples = int(report.data["config"].get("max_examples", 5))
     example_chars = int(report.data["config"].get("example_chars", 200))
     cache: dict[Any, Any] = {}

@@ -61,6 +61,20 @@ class RowTable:
     flags: dict[str, np.ndarray]  # family -> bool per row
     flag_codes: list[list[str]]
 
+    def attach_flags(self, flags: Any) -> None:
+        """Join the audit's row flags (a polars frame of split, row, code; None: no flags)."""
+        codes: list[list[str]] = [[] for _ in range(self.rows)]
+        if flags is not None and flags.height:
+            mine = flags.filter(flags["split"] == self.split).select("row", "code")
+            for row, code in mine.iter_rows():
+                if 0 <= row < self.rows and code not in codes[row]:
+                    codes[row].append(code)
+        self.flag_codes = codes
+        self.flags = {
+            key: np.array([any(c.startswith(p) for c in cs for p in prefixes) for cs in codes])
+            for key, _, prefixes in FAMILIES
+        }
+
     @property
     def rows(self) -> int:
         return len(self.texts)
@@ -106,8 +120,9 @@ def _categories(values: list[Any]) -> tuple[np.ndarray, list[str]]:
     return codes, names + ["(none)"]
 
 
-def load_rows(data: Any, split: str | None, roles: dict[str, str] | None, flags: Any) -> RowTable:
-    """Read the training split's rows through the audit's roles; join the audit's flags."""
+def load_rows(data: Any, split: str | None, roles: dict[str, str] | None) -> RowTable:
+    """Read the training split's rows through the audit's roles (its flags come later:
+    :meth:`RowTable.attach_flags`)."""
     from ..context import AuditContext
     from ..corpus import load_corpus
 
@@ -156,16 +171,7 @@ def load_rows(data: Any, split: str | None, roles: dict[str, str] | None, flags:
         source, source_names = _categories(sources)
     if any(v is not None for v in labels):
         label, label_names = _categories(labels)
-    codes: list[list[str]] = [[] for _ in range(n)]
-    if flags is not None and flags.height:
-        for row, code in flags.filter(flags["split"] == split).select("row", "code").iter_rows():
-            if 0 <= row < n and code not in codes[row]:
-                codes[row].append(code)
-    families = {
-        key: np.array([any(c.startswith(p) for c in cs for p in prefixes) for cs in codes])
-        for key, _, prefixes in FAMILIES
-    }
-    return RowTable(
+    table = RowTable(
         split=split,
         ids=ids,
         texts=texts,
@@ -176,9 +182,11 @@ def load_rows(data: Any, split: str | None, roles: dict[str, str] | None, flags:
         sources=source_names,
         label=label,
         labels=label_names,
-        flags=families,
-        flag_codes=codes,
+        flags={},
+        flag_codes=[[] for _ in range(n)],
     )
+    table.attach_flags(None)
+    return table
 
 
 class _Measures:

@@ -283,7 +283,7 @@ def divergence(log: TrainingLog, opts: SignalOptions) -> list[Event]:
     if values.size < 4:
         return []
     smooth = _smooth(values, 1)
-    best = int(np.argmin(smooth))
+    best = int(np.lexsort((values, smooth))[0])  # lowest smoothed; a tie by the raw value
     low = float(smooth[best])
     later = smooth[best + 1 :]
     if not later.size or low <= 0:

@@ -28,6 +28,7 @@ from ._base import (
 )
 from ._charts import CHART_KEYS, Context, rule_chart
 from ._examples import examples_html
+from ._signals import signals_html
 
 __all__ = ["MAX_BYTES", "render_html"]
 
@@ -382,6 +383,7 @@ def render_html(data: dict[str, Any]) -> str:
     split_index = {s: i for i, s in enumerate(splits)}
     verdict = "PASSED" if data.get("passed") else "FAILED"
     body = [_header(data), _filters(data, splits), _attention(results)]
+    body.append(signals_html(data, split_index))  # "" unless dataaudit.signals made the report
     errors = data.get("plugin_errors") or []
     if errors:
         items = "".join(f'<li><span class="text">{esc(e, 1000)}</span></li>' for e in errors[:20])
