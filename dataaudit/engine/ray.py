@@ -1,0 +1,567 @@
+"""The Ray scan: the same rules fold on a Ray cluster, their states merge in a tree on the
+workers, and only each rule's result comes back to the driver.
+
+The plan (the driver holds object references and row counts, never rows or rule states):
+
+- read: Parquet splits through Ray Data (``read_parquet``, order preserved), blocks land in the
+  object store; any other input (JSON Lines, CSV, in-memory tables, Hugging Face datasets) is
+  streamed by the corpus on the driver exactly as the local engine streams it (same readers,
+  same bad-line policy, same input notes) and put into the object store chunk by chunk.
+- fold: one task per chunk of blocks folds it into fresh rule states with the local engine's
+  own code (:func:`.parallel._fold_chunk`: shared features, ``rule.update``, a rule that raises
+  is that rule's error); rules and context are unpickled once per worker process.
+- merge: adjacent partial states merge pairwise in input order on the workers (``rule.merge``
+  is associative), a balanced tree built while the folds are submitted.
+- finish: one task per rule on the root state returns that rule's RuleResult.
+
+Row ids are each block's offset in its split (from the blocks' row counts, in input order), so
+findings, flags and cluster ids equal the local engine's whatever the partitioning. A worker
+that dies is retried by Ray (tasks are pure functions of their inputs), so the report does not
+change; a task that still fails stops the scan like a dead worker process in the local engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ..errors import ConfigError, InputError
+from ..identity import SplitIdentity
+from . import parallel
+from .progress import Progress
+from .reportable import check_result
+from .state import RULE_FAILURES, RuleRun, ScanState, error_message
+
+if TYPE_CHECKING:
+    from ..context import AuditContext
+    from ..corpus import Corpus
+
+__all__ = ["INSTALL_HINT", "RayScan", "connect", "describe", "require_ray", "scan_ray"]
+
+INSTALL_HINT = "pip install 'dataaudit[ray]'"
+#: task retries when a worker process or node dies (the task is re-run from its inputs)
+MAX_RETRIES = 3
+#: the libraries' own thread pools in a worker that runs one task per core
+_THREAD_VARS = {"POLARS_MAX_THREADS": "1", "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a ConfigError that says how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401  (the [ray] extra installs ray[data])
+    except ImportError:
+        raise ConfigError(
+            f"engine='ray' needs Ray, which is not installed here. Install it with {INSTALL_HINT} "
+            "(or pip install 'ray[data]'), or run with the local engine (--workers N)."
+        ) from None
+    return ray
+
+
+def connect(address: str | None = None) -> Any:
+    """The Ray runtime: the one this process is connected to, else the cluster at ``address``
+    (``auto``, ``ray://host:10001``, or None: a local one on this machine's cores)."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    options: dict[str, Any] = {"address": address, "log_to_driver": False}
+    if address is None:  # our own local cluster: one task per core, no nested thread pools
+        options.update(
+            include_dashboard=False,
+            runtime_env={"env_vars": {k: v for k, v in _THREAD_VARS.items()}},
+        )
+    try:
+        ray.init(**options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(
+            f"ray_address={address!r}: cannot connect to a Ray cluster ({exc}). Start one with "
+            "`ray start --head` and pass its address (or 'auto'), or drop --ray-address to "
+            "start a local one."
+        ) from None
+    return ray
+
+
+def describe(ray: Any) -> dict[str, Any]:
+    """The engine as the report records it: Ray's version and the cluster's size."""
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return {
+        "name": "ray",
+        "version": ray.__version__,
+        "nodes": len(nodes),
+        "cpus": int(ray.cluster_resources().get("CPU", 0)),
+    }
+
+
+# -- worker side --------------------------------------------------------------------------------
+def _load(key: str, rules: list, ctx_blob: bytes) -> None:
+    """The rules and context of this audit in this worker process, loaded once per process."""
+    if parallel._WORKER.get("key") != key:
+        parallel._init_worker(rules, ctx_blob)
+        parallel._WORKER["key"] = key
+
+
+def _blocks_chunk(
+    spans: list[tuple[str, int]], blocks: tuple[Any, ...], batch_size: int
+) -> list[tuple[str, int, pa.RecordBatch]]:
+    """Ray Data blocks (Arrow tables) as the (split, first row, batch) chunk the fold takes."""
+    from ..inputs.arrow import plain_batch
+
+    chunk = []
+    for (split, offset), block in zip(spans, blocks):
+        if not isinstance(block, pa.Table):  # a pandas block: Ray Data's other format
+            block = pa.Table.from_pandas(block, preserve_index=False)
+        for rb in block.to_batches(max_chunksize=batch_size):
+            if rb.num_rows:
+                chunk.append((split, offset, plain_batch(rb)))
+                offset += rb.num_rows
+    return chunk
+
+
+def _fold(
+    rules: list,
+    ctx_blob: bytes,
+    key: str,
+    active: list[bool],
+    spans: list[tuple[str, int]] | None,
+    batch_size: int,
+    *blocks: Any,
+) -> ScanState:
+    """Fold one chunk into fresh rule states (pickled one by one, as the local engine's)."""
+    _load(key, rules, ctx_blob)
+    chunk = blocks[0] if spans is None else _blocks_chunk(spans, blocks, batch_size)
+    return parallel._fold_chunk(chunk, active)
+
+
+def _live(part: ScanState) -> ScanState:
+    """A partial state with its rules back and its states unpickled (an unloadable state is
+    its rule's error)."""
+    for run, (rule, _) in zip(part.runs, parallel._WORKER["rules"]):
+        run.rule = rule
+        if run.active:
+            try:
+                run.state = pickle.loads(run.state)
+            except Exception as exc:
+                run.error = f"the rule's state cannot be loaded: {error_message(exc)}"
+                run.state = None
+    return part
+
+
+def _packed(part: ScanState) -> ScanState:
+    for run in part.runs:
+        if run.active:
+            try:
+                run.state = pickle.dumps(run.state, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                run.error, run.state = parallel._not_sendable("state", exc), None
+        run.rule = None  # type: ignore[assignment]
+    return part
+
+
+def _merge(rules: list, ctx_blob: bytes, key: str, a: ScanState, b: ScanState) -> ScanState:
+    """a then b: the local engine's merge of a worker's part, here on a worker."""
+    _load(key, rules, ctx_blob)
+    state = _live(a)
+    parallel._absorb(state, b)
+    return _packed(state)
+
+
+def _summary(root: ScanState) -> ScanState:
+    """The root without the rule states: errors, phases, identity and timings."""
+    for run in root.runs:
+        run.state = None
+    return root
+
+
+def _finish_rule(
+    rules: list,
+    ctx_blob: bytes,
+    key: str,
+    ctx_final: bytes,
+    root: ScanState,
+    index: int,
+    after: dict[str, Any],
+) -> RuleRun:
+    """One rule's finish on the root state, where the state is; its result travels back.
+    ``after``: the results of the rules it finishes after (``Rule.after``), as ``ctx.results``."""
+    _load(key, rules, ctx_blob)
+    ctx = pickle.loads(ctx_final)
+    for name, ident in root.identity.items():
+        if name in ctx.splits:
+            ctx.splits[name].num_rows = ident.rows
+    rule, severity = parallel._WORKER["rules"][index]
+    run = RuleRun(rule, severity)
+    t0 = time.perf_counter()
+    try:
+        state = pickle.loads(root.runs[index].state)
+    except Exception as exc:
+        run.error = f"the rule's state cannot be loaded: {error_message(exc)}"
+    else:
+        ctx.results = after
+        try:
+            run.result = rule.finish(state, ctx)
+        except RULE_FAILURES as exc:
+            run.error = error_message(exc)
+        else:
+            check_result(run)
+    run.charge("finish", time.perf_counter() - t0)
+    run.rule = None  # type: ignore[assignment]
+    return run
+
+
+# -- driver side --------------------------------------------------------------------------------
+@dataclass
+class _Tasks:
+    fold: Any
+    merge: Any
+    summary: Any
+    finish: Any
+
+
+def _tasks(ray: Any) -> _Tasks:
+    opts = {"max_retries": MAX_RETRIES, "num_cpus": 1}
+    return _Tasks(
+        ray.remote(**opts)(_fold),
+        ray.remote(**opts)(_merge),
+        ray.remote(**opts)(_summary),
+        ray.remote(**opts)(_finish_rule),
+    )
+
+
+class _Tree:
+    """Merges partial states in input order as they are submitted: a binary counter of
+    (level, ref), so the tree stays balanced and no merge waits for the whole scan."""
+
+    def __init__(self, merge: Any):
+        self.merge = merge
+        self.stack: list[tuple[int, Any]] = []
+
+    def push(self, ref: Any) -> None:
+        level = 0
+        while self.stack and self.stack[-1][0] == level:
+            _, left = self.stack.pop()
+            ref, level = self.merge(left, ref), level + 1
+        self.stack.append((level, ref))
+
+    def root(self) -> Any:
+        refs = [ref for _, ref in self.stack]
+        out = refs[0]
+        for ref in refs[1:]:
+            out = self.merge(out, ref)
+        return out
+
+
+@dataclass
+class RayScan:
+    """A scan on Ray: the root state stays on the cluster until each rule finishes there."""
+
+    ray: Any
+    tasks: _Tasks
+    rules_ref: Any
+    ctx_ref: Any
+    key: str
+    root: Any = None
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    def finish(self, state: ScanState, ctx: AuditContext, *, progress: bool = False) -> None:
+        """Each active rule's finish in its own task (they run side by side on the cluster)."""
+        ray = self.ray
+        for name, ident in state.identity.items():
+            if name in ctx.splits:
+                ctx.splits[name].num_rows = ident.rows
+        active = [i for i, run in enumerate(state.runs) if run.active]
+        if not active:
+            return
+        # the context as it is now: the input notes of the whole stream, the reference sketches
+        try:
+            final = ray.put(pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as exc:
+            raise ConfigError(
+                f"engine='ray': the audit's context cannot be sent to the cluster ({exc})"
+            ) from None
+        # a rule finishes after the rules named in its ``after``, with their results
+        needs = {
+            i: {c for c in getattr(state.runs[i].rule, "after", ()) if c != state.runs[i].rule.code}
+            for i in active
+        }
+        running = {state.runs[i].rule.code for i in active}
+        done: dict[str, Any] = {}
+        waiting = list(active)
+        pending: dict[Any, int] = {}
+
+        def submit_ready() -> None:
+            ready = [i for i in waiting if not needs[i] & running]
+            if not ready and waiting and not pending:  # a cycle: the given order decides
+                ready = waiting[:1]
+            for i in ready:
+                waiting.remove(i)
+                after = {c: done[c] for c in needs[i] if c in done}
+                ref = self.tasks.finish.remote(
+                    self.rules_ref, self.ctx_ref, self.key, final, self.root, i, after
+                )
+                pending[ref] = i
+
+        bar = Progress(progress, len(active), "finishing on ray", unit="rules")
+        try:
+            submit_ready()
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    run = state.runs[pending.pop(ref)]
+                    try:
+                        back: RuleRun = ray.get(ref)
+                    except Exception as exc:
+                        run.error = (
+                            "the task finishing this rule failed on the cluster "
+                            f"({_ray_error(exc)}), after {MAX_RETRIES} retries"
+                        )
+                        run.state = None
+                    else:
+                        for phase, seconds in back.phases.items():
+                            run.charge(phase, seconds)
+                        run.result, run.error, run.state = back.result, back.error, None
+                    running.discard(run.rule.code)
+                    if run.result is not None:
+                        done[run.rule.code] = run.result
+                    bar.update(1)
+                submit_ready()
+        finally:
+            bar.close()
+        self.root = None  # the cluster frees the states
+
+
+def _ray_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}"[:500]
+
+
+def _parquet_plan(corpus: Corpus) -> dict[str, list[Any]] | None:
+    """Per split, its Parquet files, when Ray Data can read every split: Parquet files only,
+    each with exactly the corpus' columns (else the corpus stream adds the missing ones as
+    nulls and notes them, which only the driver's in-order stream can do)."""
+    from .. import readers
+    from ..inputs.arrow import plain_schema
+
+    if corpus.split_column is not None or corpus.schema is None:
+        return None
+    plan = {}
+    for name, split in corpus.splits.items():
+        if not split.paths or len(split.paths) != len(split.iter_parts()):
+            return None
+        if any(readers.file_format(p) != "parquet" for p in split.paths):
+            return None
+        for path in split.paths:
+            schema, whole = readers.file_schema(path)
+            if schema is None or not whole or not plain_schema(schema).equals(corpus.schema):
+                return None
+        plan[name] = list(split.paths)
+    return plan
+
+
+def _filesystem(paths: list[Any]) -> tuple[list[str], Any]:
+    """Paths as Ray Data takes them: local strings, or a remote filesystem through fsspec."""
+    from .. import readers
+
+    if not any(readers.is_remote(p) for p in paths):
+        return [os.fspath(p) for p in paths], None
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    fs = paths[0].fs
+    return [p.path for p in paths], PyFileSystem(FSSpecHandler(fs))
+
+
+@contextmanager
+def _quiet_ray_data(ray: Any) -> Iterator[None]:
+    """Ray Data's own progress bars and execution logs stay off: the driver shows ours."""
+    dctx = ray.data.DataContext.get_current()
+    saved = (dctx.enable_progress_bars, dctx.execution_options.preserve_order)
+    logger = logging.getLogger("ray.data")
+    level = logger.level
+    dctx.enable_progress_bars = False
+    dctx.execution_options.preserve_order = True  # blocks in input order: row ids
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        dctx.enable_progress_bars, dctx.execution_options.preserve_order = saved
+        logger.setLevel(level)
+
+
+def _entries(bundle: Any) -> Iterator[tuple[Any, int, tuple[int, int] | None]]:
+    """(block ref, rows, slice) of a Ray Data ref bundle, across the Ray versions' shapes."""
+    slices = getattr(bundle, "slices", None) or [None] * len(bundle.blocks)
+    for entry, cut in zip(bundle.blocks, slices):
+        ref, meta = (entry.ref, entry.metadata) if hasattr(entry, "ref") else entry
+        if cut is not None:
+            yield ref, cut.end_offset - cut.start_offset, (cut.start_offset, cut.end_offset)
+        else:
+            yield ref, meta.num_rows, None
+
+
+def _parquet_blocks(
+    ray: Any, corpus: Corpus, plan: dict[str, list[Any]], state: ScanState
+) -> Iterator[tuple[str, int, Any, int]]:
+    """(split, first row, block ref, rows) for every block of every split, in input order.
+    The files' rows come from their footers (the report lists each split's files)."""
+    from .. import readers
+
+    for name, paths in plan.items():
+        corpus.files[name] = [
+            {"path": str(p), "format": "parquet", "rows": readers.file_num_rows(p) or 0}
+            for p in paths
+        ]
+        strs, fs = _filesystem(paths)
+        ds = ray.data.read_parquet(
+            strs, filesystem=fs, partitioning=None, file_extensions=None, shuffle=None
+        )
+        row = 0
+        source = iter(ds.iter_internal_ref_bundles())
+        while True:
+            t0 = time.perf_counter()
+            try:
+                bundle = next(source, None)
+            except Exception as exc:
+                raise InputError(
+                    f"split {name!r}: Ray Data cannot read its Parquet files ({_ray_error(exc)})."
+                ) from None
+            finally:
+                state.timings.read += time.perf_counter() - t0
+            if bundle is None:
+                break
+            for ref, rows, cut in _entries(bundle):
+                if cut is not None:
+                    raise InputError(f"split {name!r}: Ray Data handed over a sliced block.")
+                if rows:
+                    yield name, row, ref, rows
+                    row += rows
+
+
+def _grouped(
+    blocks: Iterable[tuple[str, int, Any, int]], chunk_rows: int
+) -> Iterator[tuple[list[tuple[str, int]], list[Any], int]]:
+    """Consecutive blocks up to about ``chunk_rows`` rows per fold task."""
+    spans: list[tuple[str, int]] = []
+    refs: list[Any] = []
+    rows = 0
+    for split, offset, ref, n in blocks:
+        spans.append((split, offset))
+        refs.append(ref)
+        rows += n
+        if rows >= chunk_rows:
+            yield spans, refs, rows
+            spans, refs, rows = [], [], 0
+    if refs:
+        yield spans, refs, rows
+
+
+def scan_ray(
+    state: ScanState,
+    corpus: Corpus,
+    ctx: AuditContext,
+    *,
+    batches: Iterable[tuple[str, pa.RecordBatch]] | None = None,
+    batch_size: int,
+    address: str | None = None,
+    chunk_rows: int | None = None,
+    progress: bool = False,
+    total_rows: int | None = None,
+) -> RayScan:
+    """Fold the corpus into every active rule on Ray; the rule states stay on the cluster.
+
+    ``state`` gets each rule's errors and phases, the splits' identity and the timings; call
+    :meth:`RayScan.finish` for the results. ``batches``: the driver's stream to fold instead of
+    reading the files on the cluster (when the driver must see every row, e.g. to check
+    predictions against them).
+    """
+    ray = connect(address)
+    try:
+        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise ConfigError(
+            f"engine='ray': the audit's context or resources (tokenizer, benchmark files) "
+            f"cannot be sent to the cluster ({type(exc).__name__}: {exc}); run with the local "
+            "engine."
+        ) from None
+    rules = parallel._sendable_rules(state)
+    key = hashlib.sha256(ctx_blob + pickle.dumps(rules)).hexdigest()
+    tasks = _tasks(ray)
+    scan = RayScan(ray, tasks, ray.put(rules), ray.put(ctx_blob), key, engine=describe(ray))
+    cpus = max(1, scan.engine["cpus"])
+    if chunk_rows is None:
+        chunk_rows = parallel.default_chunk_rows(total_rows, cpus)
+    tree = _Tree(lambda a, b: tasks.merge.remote(scan.rules_ref, scan.ctx_ref, key, a, b))
+    pending: dict[Any, int] = {}  # fold ref -> rows, for progress and backpressure
+    bar = Progress(progress, total_rows, "folding on ray")
+
+    def submit(spans: list[tuple[str, int]] | None, blocks: list[Any], rows: int) -> None:
+        active = [run.active for run in state.runs]
+        ref = tasks.fold.remote(
+            scan.rules_ref, scan.ctx_ref, key, active, spans, batch_size, *blocks
+        )
+        pending[ref] = rows
+        tree.push(ref)
+        while len(pending) >= 2 * cpus:  # bounded work in flight: memory stays bounded
+            wait(1)
+
+    def wait(n: int) -> None:
+        done, _ = ray.wait(list(pending), num_returns=min(n, len(pending)))
+        for ref in done:
+            bar.update(pending.pop(ref))
+
+    try:
+        plan = _parquet_plan(corpus) if batches is None else None
+        with _quiet_ray_data(ray):
+            if plan is not None:
+                for spans, refs, rows in _grouped(
+                    _parquet_blocks(ray, corpus, plan, state), chunk_rows
+                ):
+                    submit(spans, refs, rows)
+            else:  # the driver streams, as the local engine; chunks go to the object store
+                offsets: dict[str, int] = {}
+                if batches is None:
+                    batches = corpus.stream(batch_size)
+                for chunk in parallel.cut_chunks(batches, chunk_rows, offsets, state.timings):
+                    rows = sum(rb.num_rows for _, _, rb in chunk)
+                    submit(None, [ray.put(chunk)], rows)
+        while pending:
+            wait(len(pending))
+        bar.describe("merging on ray")
+        if not tree.stack:
+            return scan
+        scan.root = tree.root()
+        try:
+            summary: ScanState = ray.get(tasks.summary.remote(scan.root))
+        except Exception as exc:
+            scan.root = None
+            parallel._stop_scan(
+                state,
+                f"a task of the Ray scan failed after {MAX_RETRIES} retries ({_ray_error(exc)}); "
+                "the scan stopped, so this rule has no verdict. Check the cluster's logs (a "
+                "node lost, or out of memory), or run with the local engine.",
+                [],
+            )
+            return scan
+    finally:
+        bar.close()
+    _absorb_summary(state, summary)
+    return scan
+
+
+def _absorb_summary(state: ScanState, part: ScanState) -> None:
+    state.timings.absorb(part.timings)
+    for run, other in zip(state.runs, part.runs):
+        for phase, seconds in other.phases.items():
+            run.charge(phase, seconds)
+        if run.active and other.error is not None:
+            run.error, run.state = other.error, None
+    for name, ident in part.identity.items():
+        mine = state.identity.get(name, SplitIdentity())
+        state.identity[name] = mine.merge(ident)
