@@ -77,6 +77,7 @@ def audit(
     require_roles: list[str] | str | None = None,
     extra_rules: list[type[Rule]] | None = None,
     baseline: str | os.PathLike | None = None,
+    expectations: Any = None,
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -91,6 +92,8 @@ def audit(
     ``require_roles`` are column roles the data must have (InputError before the scan).
     ``extra_rules``: Rule classes to run in this audit as if installed (select them by code,
     prefix or group like any rule; with ``workers`` > 1 they must live in an importable module).
+    ``expectations``: a Great Expectations suite (a JSON path or the suite object) that GX001
+    runs on the columns and per-row features (``pip install 'dataaudit[gx]'``).
     ``baseline``: a file of accepted findings (``dataaudit baseline``): they are reported as
     suppressed and do not count towards a rule's status or the gate.
     """
@@ -102,6 +105,8 @@ def audit(
             + close_matches(unknown[0], ROLE_NAMES)
             + f" Column roles: {', '.join(ROLE_NAMES)}."
         )
+    if expectations is not None:  # GX001 runs the suite (rules/expectations/suite.py)
+        rules, extend_select = _with_expectations(expectations, rules, extend_select)
     cfg = load_config(
         config,
         select=select,
@@ -187,6 +192,17 @@ def audit(
             "scan": state.timings.to_dict(),
         },
     )
+
+
+def _with_expectations(
+    suite: Any, rules: dict[str, dict[str, Any]] | None, extend_select: list[str] | str | None
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``expectations=``: select GX001 with the suite as its option."""
+    suite = os.fspath(suite) if isinstance(suite, os.PathLike) else suite
+    rules = dict(rules or {})
+    rules["GX001"] = {**(rules.get("GX001") or {}), "suite": suite}
+    extra = [extend_select] if isinstance(extend_select, str) else list(extend_select or [])
+    return rules, [*extra, "GX001"]
 
 
 def _check_not_empty(state: engine.ScanState) -> None:

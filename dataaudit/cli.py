@@ -147,6 +147,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     config = args.config or discover_pyproject()
     reads = [*args.paths, *(args.contamination_ref or [])]
     reads += [p for p in (args.reference, config, args.tokenizer) if p]
+    reads += [args.expectations] if args.expectations else []
     _check_outputs(args, reads)
     # with a report on stdout, the summary goes to stderr so stdout stays one valid document
     to_stdout = any(writes_stdout(getattr(args, a)) for a, _ in OUTPUTS)
@@ -171,6 +172,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         require_rules=_csv(args.require_rules),
         require_roles=_csv(args.require_roles),
         baseline=args.baseline,
+        expectations=args.expectations,
         **{r: getattr(args, r) for r in ROLE_NAMES if getattr(args, r) is not None},
     )
     # the verdict stands even if a reader closes stdout early (``| head``): see main()
@@ -325,6 +327,15 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_gx_suite(args: argparse.Namespace) -> int:
+    from .report.model import Report
+    from .resources.expectations import suite_from_report
+
+    suite = suite_from_report(Report.load(args.report).data)
+    sys.stdout.write(json.dumps(suite, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .report.schema import schema_json
 
@@ -446,6 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     for role in ROLE_NAMES:
         p.add_argument(f"--{role}", metavar="COLUMN", help=f"column to use as the {role}")
     p.add_argument("--tokenizer", help="tokenizer.json path (or hub name, if cached locally)")
+    p.add_argument(
+        "--expectations",
+        metavar="SUITE",
+        help="Great Expectations suite JSON to run on the columns and per-row features (GX001)",
+    )
     p.add_argument(
         "--contamination-ref",
         action="append",
@@ -573,6 +589,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", action="append", metavar="SPLITS", help="only clean these splits")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser(
+        "gx-suite", help="print a Great Expectations suite that encodes a report's thresholds"
+    )
+    p.add_argument("report", help="a report JSON (dataaudit audit --json)")
+    p.set_defaults(func=cmd_gx_suite)
 
     p = sub.add_parser("schema", help="print the report's JSON Schema")
     p.set_defaults(func=cmd_schema)

@@ -33,6 +33,14 @@ OPTIONS = {
     "FMT002": {"roles": {"user": ["human"], "assistant": ["assistant"]}},
     # the sample replies are prose: declared JSON, none of them parses
     "FMT003": {"json_roles": ["assistant"]},
+    # a column the feature table lacks: an error finding, without importing GX (seconds)
+    "GX001": {
+        "suite": {
+            "expectations": [
+                {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "absent"}}
+            ]
+        }
+    },
 }
 
 
