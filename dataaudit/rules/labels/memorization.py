@@ -8,8 +8,9 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
+from ...wording import plural
 from .._origin import check_origin, state_origin
 from . import _probe, _sample
 
@@ -24,7 +25,9 @@ class Memorization(Rule):
         predicts the same rows. Any model that can learn the task can memorize 100 rows; the
         rows it cannot fit are reported with a likely reason: an empty input, an identical input
         with another label in the sample, or a label that does not follow from the input.
-        They are flagged with the action ``review`` and the finding's severity.
+        They are flagged with the action ``review`` and the finding's severity. A test of a
+        sample by design: the report's coverage says how many of the labeled train rows it
+        read (LBL002 judges every row's label, LBL001 every pair of copies that disagree).
 
     Why it matters:
         If a sample cannot be memorized, training loss will plateau above zero for reasons no
@@ -70,12 +73,13 @@ class Memorization(Rule):
             "origin": state_origin(self, ctx),
             "seed": ctx.seed,
             "train": ctx.train_split(),
+            "labeled": 0,  # labeled train rows offered: the rule's scope
             "sample": BottomK(self.sample_rows),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         if batch.split == state["train"]:
-            _sample.offer(
+            state["labeled"] += _sample.offer(
                 state["sample"],
                 batch,
                 state["seed"],
@@ -87,7 +91,11 @@ class Memorization(Rule):
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**a, "sample": a["sample"].merge(b["sample"])}
+        return {
+            **a,
+            "labeled": a["labeled"] + b["labeled"],
+            "sample": a["sample"].merge(b["sample"]),
+        }
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         items = _sample.sampled(state["sample"])
@@ -115,6 +123,14 @@ class Memorization(Rule):
                 "blank input (TXT001 reports empty text)"
             )
             return result
+        result.coverage = Coverage(
+            len(items),
+            int(state["labeled"]),
+            f"a memorization test of a seeded sample of sample_rows={self.sample_rows} labeled "
+            f"{state['train']} rows by design (raise sample_rows to read more; LBL002 judges "
+            "every row's label)",
+            f"labeled {state['train']} rows",
+        )
         given = np.array([classes.index(v) for v in labels])
         missed = np.flatnonzero(pred != given).tolist()
         accuracy = 1 - len(missed) / len(items)
@@ -153,8 +169,9 @@ class Memorization(Rule):
         if missed:
             result.findings.append(
                 Finding(
-                    message=f"a high-capacity probe fits only {accuracy:.0%} of {len(items)} "
-                    f"sampled {state['train']} rows; {len(missed)} rows cannot be memorized",
+                    message=f"a high-capacity probe fits only {accuracy:.0%} of "
+                    f"{plural(len(items), 'sampled ' + state['train'] + ' row')}; "
+                    f"{plural(len(missed), 'row')} cannot be memorized",
                     key="not_memorized",
                     severity=severity,
                     count=len(missed),

@@ -75,6 +75,22 @@ def test_memorization_reports_contradictions():
     assert report.metric("LBL004", "memorization_accuracy") < 1.0
 
 
+def test_memorization_says_it_read_a_sample_of_the_train_rows():
+    rows = [{"text": f"row {i} on topic {i % 5}", "label": f"c{i % 2}"} for i in range(300)]
+    rows.append({"text": "no label here", "label": None})
+    data = {"train": rows, "test": [{"text": "t", "label": "c0"}]}
+    report = da.audit(data, select=["LBL004"], text="text", label="label")
+    cov = report.result("LBL004")["coverage"]
+    assert (cov["examined"], cov["in_scope"], cov["complete"]) == (100, 300, False)
+    assert cov["unit"] == "labeled train rows" and "sample_rows=100" in cov["reason"]
+    assert "LBL004 examined 100 of 300 labeled train rows (33.3%)" in report.summary()
+    full = da.audit(
+        data, select=["LBL004"], text="text", label="label", rules={"LBL004": {"sample_rows": 300}}
+    )
+    assert full.result("LBL004")["coverage"]["complete"] is True
+    assert full.data["summary"]["partial_coverage"] == []
+
+
 def test_memorization_skips_tiny_or_single_class():
     rows = [{"text": f"a {i}", "label": "x"} for i in range(50)]
     report = da.audit({"train": rows}, select=["LBL004"], text="text", label="label")
