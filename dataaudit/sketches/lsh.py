@@ -28,6 +28,7 @@ __all__ = [
     "choose_bands",
     "components",
     "cross_candidates",
+    "near_candidates",
     "near_duplicate_clusters",
     "near_duplicate_pairs",
     "s_curve",
@@ -208,6 +209,27 @@ def _verify(
     return out >= threshold, out.astype(float)
 
 
+def near_candidates(
+    signatures: np.ndarray, bands: int, rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs :func:`near_duplicate_pairs` verifies: ``(ea, eb)``, each row to the first row
+    of its identical-signature group, and ``(ca, cb)``, the LSH candidates among the groups'
+    first rows (rows without shingles are in neither). Independent of the threshold and of the
+    verification, so rules that cluster the same signatures with the same bands share them."""
+    n = len(signatures)
+    valid = np.flatnonzero(~empty_rows(signatures)) if n else np.empty(0, np.int64)
+    # 1) collapse identical signatures
+    full = signature_keys(signatures)[valid] if len(valid) else np.empty(0, U64)
+    ea, eb = _band_edges(full, valid)
+    same_b = np.unique(eb)  # non-first members of identical-signature groups
+    ea = ea[: len(ea) // 2]  # the (first, member) half
+    eb = eb[: len(eb) // 2]
+    reps = np.setdiff1d(valid, same_b, assume_unique=True)
+    # 2) LSH on the representatives
+    ca, cb = candidate_pairs(signatures, bands, rows, subset=reps)
+    return ea, eb, ca, cb
+
+
 def near_duplicate_pairs(
     signatures: np.ndarray,
     threshold: float,
@@ -216,12 +238,14 @@ def near_duplicate_pairs(
     rows: int | None = None,
     verify: Verify | None = None,
     target_recall: float = 0.98,
+    candidates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Cluster labels plus the verified edges ``(i, j, similarity)`` that built them.
 
     Rows with identical signatures are joined by edges to their group's first row with
     similarity 1.0 (no verification: all ``num_perm`` values agree, which for 128 values happens
-    with probability < 0.9**128 ~ 1e-6 to pairs below Jaccard 0.9).
+    with probability < 0.9**128 ~ 1e-6 to pairs below Jaccard 0.9). ``candidates``: what
+    :func:`near_candidates` returned for these signatures and bands (computed if not given).
     """
     signatures = np.asarray(signatures)
     n, k = signatures.shape if signatures.ndim == 2 else (len(signatures), 0)
@@ -233,16 +257,10 @@ def near_duplicate_pairs(
         bands = k // rows
     if bands * rows > k:
         raise ValueError(f"bands*rows = {bands}*{rows} > num_perm {k}")
-    valid = np.flatnonzero(~empty_rows(signatures)) if n else np.empty(0, np.int64)
-    # 1) collapse identical signatures
-    full = signature_keys(signatures)[valid] if len(valid) else np.empty(0, U64)
-    ea, eb = _band_edges(full, valid)
-    same_b = np.unique(eb)  # non-first members of identical-signature groups
-    ea = ea[: len(ea) // 2]  # the (first, member) half
-    eb = eb[: len(eb) // 2]
-    reps = np.setdiff1d(valid, same_b, assume_unique=True)
-    # 2) LSH on the representatives, 3) verification
-    ca, cb = candidate_pairs(signatures, bands, rows, subset=reps)
+    if candidates is None:
+        candidates = near_candidates(signatures, bands, rows)
+    ea, eb, ca, cb = candidates
+    # 3) verification
     ok, sim = _verify(signatures, ca, cb, threshold, verify)
     a = np.concatenate([ea, ca[ok]])
     b = np.concatenate([eb, cb[ok]])

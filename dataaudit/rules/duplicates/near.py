@@ -14,7 +14,14 @@ from ...sketches.minhash import ShingleSets, pair_jaccard
 from ...sketches.state import PerSplit
 from .._columns import append, cat, key_hex, texts
 from .._ids import take_ids
-from .._minhash import check_minhash_options, minhash_columns, shingle_params
+from .._minhash import (
+    check_minhash_options,
+    digest,
+    minhash_columns,
+    minhash_params,
+    shared_candidates,
+    shingle_params,
+)
 from .._origin import check_origin, state_origin
 from ._sources import per_source, source_values
 
@@ -151,21 +158,27 @@ class NearDuplicates(Rule):
         rows_per_band: int,
     ) -> dict[str, Any]:
         threshold = float(self.threshold)
-        # each split is finished once: consume its parts while concatenating (halves the peak)
-        rows = cat(sp.get("rows", []), np.int64, consume=True)
-        n = len(rows)
-        sig = cat(sp.get("sig", []), np.uint32, int(self.num_perm), consume=True)
-        unit = cat(sp.get("unit", []), np.uint8, consume=True)
-        h = cat(sp.get("hash", []), np.uint64, consume=True)
+        n = sum(len(c) for c in sp.get("rows", []))
+        # the LSH candidates are computed once per audit (LBL001 clusters the same signatures); each
+        # split is finished once: consume its parts while concatenating (halves the peak)
+        data = digest(sp.get("rows", []), sp.get("sig", []))
         sets = ShingleSets.concat(sp["sets"], consume=True) if sp.get("sets") else None
+        sig = cat(sp.get("sig", []), np.uint32, int(self.num_perm), consume=True)
+
+        candidates = shared_candidates(
+            ctx, split, data, minhash_params(self), bands, rows_per_band, lambda: sig
+        )
         verify = (
             (lambda a, b: pair_jaccard(sets, a, b, signatures=sig, threshold=threshold))
             if sets is not None
             else None
         )
         labels, ea, eb, es = near_duplicate_pairs(
-            sig, threshold, bands=bands, rows=rows_per_band, verify=verify
+            sig, threshold, bands=bands, rows=rows_per_band, verify=verify, candidates=candidates
         )
+        rows = cat(sp.get("rows", []), np.int64, consume=True)
+        unit = cat(sp.get("unit", []), np.uint8, consume=True)
+        h = cat(sp.get("hash", []), np.uint64, consume=True)
         no_shingle = int((unit == 0).sum())
         member = labels >= 0
         cluster_ids, cluster_size = np.unique(labels[member], return_counts=True)

@@ -5,9 +5,12 @@ conflict rate).
 State, per split, as chunk lists (a merge concatenates a's chunks then b's):
 ``h`` uint64 normalized-input hash, ``y`` uint64 label id (xxh3 of the class key, or of the
 normalized response in response mode), ``row`` int64, optional ``snip`` (input text cut to the
-example bound), ``sig`` (MinHash signatures, only when near-duplicate grouping is on) and
-``ids`` (the id column, when there is one, for the row flags).
+example bound) and ``ids`` (the id column, when there is one, for the row flags).
 Rows with a null/empty input or a null label are not stored: they can conflict with nothing.
+With near-duplicate grouping, every row of the split also keeps its MinHash signature
+(``sig``, the shared feature, held by reference) and position (``all_rows``): DUP002 bands the
+same signatures the same way, so the LSH candidates of a split are computed once per audit
+(:func:`dataaudit.rules._minhash.shared_candidates`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,16 @@ def start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]
 
 
 def _empty_split() -> dict[str, list[Any]]:
-    return {"h": [], "y": [], "row": [], "snip": [], "sig": [], "ids": []}
+    return {
+        "h": [],
+        "y": [],
+        "row": [],
+        "snip": [],
+        "sig": [],
+        "sets": [],
+        "all_rows": [],
+        "ids": [],
+    }
 
 
 def _label_ids(batch: Batch, mode: str, vocab: dict[int, str]) -> np.ndarray:
@@ -59,6 +71,9 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
     keep = (hashes != 0) & (hashes != EMPTY_HASH) & (ids != 0)
     idx = np.flatnonzero(keep)
     sp = state["splits"].at(batch.split)
+    if state["near"]:  # every row: the split's clusters are DUP002's
+        sp["sig"].append(batch.feature("minhash", **MINHASH))
+        sp["all_rows"].append(batch.row_ids)
     if not idx.size:
         return state
     sp["h"].append(hashes[idx])
@@ -70,9 +85,6 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
     if state["snip"]:
         text = batch.input_text.take(pa.array(idx))
         sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + SNIPPET_EXTRA))
-    if state["near"]:
-        sigs = batch.feature("minhash", **MINHASH)
-        sp["sig"].append(np.asarray(sigs)[idx])
     return state
 
 
@@ -101,8 +113,11 @@ class SplitConflicts:
     groups: list[Group]
 
 
-def find(state: dict[str, Any], threshold: float = 0.8) -> dict[str, SplitConflicts]:
-    """Conflict groups per split, largest first then by key (deterministic)."""
+def find(
+    state: dict[str, Any], threshold: float = 0.8, ctx: Any = None
+) -> dict[str, SplitConflicts]:
+    """Conflict groups per split, largest first then by key (deterministic). ``ctx``: the
+    audit's context, where the near-duplicate pairs are shared with DUP002."""
     out: dict[str, SplitConflicts] = {}
     for split in sorted(state["splits"]):
         sp = state["splits"][split]
@@ -113,27 +128,50 @@ def find(state: dict[str, Any], threshold: float = 0.8) -> dict[str, SplitConfli
         h, y, rows = h[order], y[order], rows[order]
         ids, counts = np.unique(y, return_counts=True)
         label_rows = {int(i): int(c) for i, c in zip(ids, counts)}
-        comp = _components(h, sp, order, threshold if state["near"] else None)
+        near = _near(ctx, split, sp, rows, threshold) if state["near"] else None
+        comp = _components(h, near)
         groups = _conflict_groups(split, h, y, rows, comp, sp, order)
         out[split] = SplitConflicts(int(rows.size), label_rows, groups)
     return out
 
 
-def _components(h: np.ndarray, sp: dict[str, Any], order: np.ndarray, threshold) -> np.ndarray:
-    """Component id per row: exact-hash groups, joined with near-duplicate clusters if asked."""
+def _near(ctx: Any, split: str, sp: dict[str, Any], rows: np.ndarray, threshold: float):
+    """Near-duplicate cluster id per stored row (``rows``: their positions in the split), -1
+    if none: the whole split's MinHash clusters (signature estimate >= ``threshold``; the LSH
+    candidates are DUP002's, computed once per audit), so two labeled rows also join through a
+    row without a label."""
+    if rows.size < 2 or not sp["sig"]:
+        return None
+    from ...sketches.lsh import choose_bands, near_duplicate_pairs
+    from .._minhash import digest, shared_candidates
+
+    bands, per_band = choose_bands(threshold, MINHASH["num_perm"])
+    all_rows = cat(sp["all_rows"], np.int64)
+    data = digest(sp["all_rows"], sp["sig"])
+    sig = cat(sp["sig"], np.uint32, MINHASH["num_perm"])
+    candidates = shared_candidates(ctx, split, data, MINHASH, bands, per_band, lambda: sig)
+    labels = near_duplicate_pairs(
+        sig, threshold, bands=bands, rows=per_band, candidates=candidates
+    )[0]
+    o = np.argsort(all_rows, kind="stable")
+    pos = o[np.searchsorted(all_rows[o], rows)]
+    return labels[pos]
+
+
+def _components(h: np.ndarray, near: np.ndarray | None) -> np.ndarray:
+    """Component id per row: exact-hash groups, joined with near-duplicate clusters if given."""
     n = h.size
     _, first, exact = np.unique(h, return_index=True, return_inverse=True)
-    if threshold is None or n < 2 or not sp["sig"]:
+    if near is None or n < 2 or not (near >= 0).any():
         return exact.astype(np.int64)
-    from ...sketches.lsh import components, near_duplicate_clusters
+    from ...sketches.lsh import components
 
-    sigs = cat(sp["sig"], np.uint32, MINHASH["num_perm"])[order]
-    near = np.asarray(near_duplicate_clusters(sigs, threshold), np.int64)
-    # edges: each row to the first row of its exact group and to its near cluster's id (a row)
+    # edges: each row to the first row of its exact group and of its near cluster
     rows = np.arange(n, dtype=np.int64)
     in_near = near >= 0
+    _, rep, inv = np.unique(near[in_near], return_index=True, return_inverse=True)
     a = np.concatenate([rows, rows[in_near]])
-    b = np.concatenate([first[exact].astype(np.int64), near[in_near]])
+    b = np.concatenate([first[exact].astype(np.int64), rows[in_near][rep][inv]])
     comp = components(n, a, b)
     return np.where(comp >= 0, comp, rows)
 

@@ -29,8 +29,9 @@ class ConflictingLabels(Rule):
         responses are reported as info (several good answers can be fine; a model learns their
         average).
         Cost: per labeled row with an input it keeps a hash, a label id, the row id, a snippet
-        bounded by the report's example length and, with near_duplicates, the row's 128 uint32
-        MinHash values (~0.5 KB); groups are formed once, in finish.
+        bounded by the report's example length and, with near_duplicates, every row's 128 uint32
+        MinHash values (~0.5 KB; the feature DUP002 keeps, shared with it in one process);
+        groups are formed once, in finish.
 
     Why it matters:
         The same input with two labels is either an annotation error or an ill-defined class
@@ -44,7 +45,8 @@ class ConflictingLabels(Rule):
     Options:
         near_duplicates: also group rows of one near-duplicate cluster (default true; label
             columns only: for prompt/response data the groups are exact).
-        threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8).
+        threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8; at
+            DUP002's threshold the two share their LSH candidates, computed once per audit).
         max_findings: at most this many groups become findings (largest first; every
             conflicting row is flagged regardless; default 100).
     """
@@ -110,7 +112,7 @@ class ConflictingLabels(Rule):
         def name(label_id: int) -> str:
             return vocab.get(label_id, f"response:{label_id:016x}")
 
-        per_split = _conflicts.find(state, float(self.threshold))
+        per_split = _conflicts.find(state, float(self.threshold), ctx)
         all_groups = []
         pair_counts: Counter[tuple[str, str]] = Counter()
         for split, sc in per_split.items():

@@ -1,0 +1,62 @@
+"""DUP002 and LBL001 band the same signatures the same way: the LSH candidates of a split are
+computed once per audit and each rule verifies them its own way, with the same results as when
+each runs alone."""
+
+from __future__ import annotations
+
+import random
+
+import dataaudit
+from dataaudit.sketches import lsh
+
+
+def _records(n: int = 400, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(500)]
+    bases = [[rng.choice(words) for _ in range(40)] for _ in range(60)]
+    out = []
+    for i in range(n):
+        doc = list(rng.choice(bases))
+        for _ in range(rng.randrange(0, 4)):
+            doc[rng.randrange(len(doc))] = rng.choice(words)
+        label = None if i % 17 == 0 else rng.choice("ab")  # some rows without a label
+        out.append({"text": " ".join(doc), "label": label, "split": "train" if i % 5 else "test"})
+    return out
+
+
+def test_candidates_are_computed_once_and_results_match_each_rule_alone(monkeypatch):
+    rows = _records()
+    alone = {
+        code: dataaudit.audit(rows, select=[code], split="split", label="label")
+        for code in ("DUP002", "LBL001")
+    }
+    calls = []
+    real = lsh.near_candidates
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lsh, "near_candidates", counting)
+    both = dataaudit.audit(rows, select=["DUP002", "LBL001"], split="split", label="label")
+    assert len(calls) == 2  # one per split (train, test), not one per rule and split
+    for code in ("DUP002", "LBL001"):
+        got, want = both.result(code), alone[code].result(code)
+        for key in ("status", "metrics", "findings", "details"):
+            assert got[key] == want[key], (code, key)
+    assert both.result("DUP002")["findings"] and both.result("LBL001")["findings"]
+
+
+def test_other_options_do_not_share(monkeypatch):
+    rows = _records(200, seed=1)
+    calls = []
+    real = lsh.near_candidates
+    monkeypatch.setattr(lsh, "near_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    dataaudit.audit(
+        rows,
+        select=["DUP002", "LBL001"],
+        split="split",
+        label="label",
+        rules={"DUP002": {"threshold": 0.6}},
+    )
+    assert len(calls) == 4  # other bands: each rule bands its own way
