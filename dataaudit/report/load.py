@@ -65,6 +65,7 @@ _ADDED_IN = {
     "timings": (1, 5),
     "coverage": (1, 6),
     "partial_coverage": (1, 6),
+    "engine": (1, 8),
 }
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),

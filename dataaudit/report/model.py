@@ -169,6 +169,7 @@ class Report:
         files: Mapping[str, list[dict[str, Any]]] | None = None,
         baseline: Baseline | None = None,
         timings: Mapping[str, Any] | None = None,
+        engine: Mapping[str, Any] | None = None,
     ) -> Report:
         """The report of one audit, from what any engine hands over: each rule's outcome and
         each split's identity (rows, columns, content hash) as read. ``stopped``: why the scan
@@ -178,7 +179,10 @@ class Report:
         so CI annotations can point at a file's line; ``baseline``: accepted findings, reported
         as suppressed and left out of the statuses and the gate; ``timings``: where the time went
         (``stages``: load, scan, reference, finish; ``scan``: read, identity, features), beside
-        each rule's phases, so a diff shows which part got slower."""
+        each rule's phases, so a diff shows which part got slower; ``engine``: what ran the scan
+        (``{name, version, nodes, cpus}``; default: the local engine on this machine)."""
+        import os
+
         from .. import __version__
 
         fail_on = Severity.parse(config.fail_on)
@@ -250,6 +254,10 @@ class Report:
                     o.rule.code: dict(o.phases) for o in sorted(outcomes, key=lambda o: o.rule.code)
                 },
             },
+            "engine": dict(
+                engine
+                or {"name": "local", "version": None, "nodes": 1, "cpus": os.cpu_count() or 1}
+            ),
             "flags": encode_flags(flags),
         }
         return cls(data)

@@ -17,8 +17,9 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.4: findings "suppressed" by a baseline (gate.baseline, summary.suppressed), the "files" of
 # each split, and a metric's optional "noise"; 1.5: "timings" (stages, scan, each rule's phases);
 # 1.6: each result's "coverage" (rows examined of the rows in scope) and summary.partial_coverage;
-# 1.7: the optional "signals" section (a training log read against the data: dataaudit.signals)
-SCHEMA_VERSION = "1.7"
+# 1.7: the optional "signals" section (a training log read against the data: dataaudit.signals);
+# 1.8: the "engine" that ran the audit (local or ray, its version, the cluster's nodes and CPUs)
+SCHEMA_VERSION = "1.8"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -242,11 +243,28 @@ def report_schema() -> dict[str, Any]:
                 "plugin_errors": {"type": "array", "items": {"type": "string"}},
                 "seconds": {"type": "number", "minimum": 0},
                 "timings": _timings_schema(),
+                "engine": _engine_schema(),
                 "flags": _flags_schema(),
                 "signals": _signals_schema(),
             },
             optional=("signals",),
         ),
+    }
+
+
+def _engine_schema() -> dict[str, Any]:
+    """What ran the audit: a run detail like the timings, never part of the findings."""
+    return {
+        **_obj(
+            {
+                "name": {"enum": ["local", "ray"]},
+                "version": {"type": ["string", "null"]},
+                "nodes": {"type": "integer", "minimum": 1},
+                "cpus": {"type": "integer", "minimum": 1},
+            }
+        ),
+        "description": "the engine (local: this machine; ray: a Ray cluster), its version (Ray's; "
+        "null for local) and the size of the machine or cluster it ran on",
     }
 
 
