@@ -13,6 +13,7 @@ are its aftershocks), reported at the step with the highest z.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,15 +77,27 @@ def robust_z(values: np.ndarray, window: int, min_points: int, floor: float = 0.
     z = np.full(n, np.nan)
     med = np.full(n, np.nan)
     scale = np.full(n, np.nan)
-    finite = np.isfinite(x)
-    for i in range(n):
-        lo, hi = max(0, i - window), min(n, i + window + 1)
-        nb = np.concatenate([x[lo:i][finite[lo:i]], x[i + 1 : hi][finite[i + 1 : hi]]])
-        if len(nb) < min_points or not finite[i]:
+    if n == 0:
+        return z, med, scale
+    padded = np.concatenate([np.full(window, np.nan), np.where(np.isfinite(x), x, np.nan)])
+    padded = np.concatenate([padded, np.full(window, np.nan)])
+    span = 2 * window + 1
+    keep = np.ones(span, dtype=bool)
+    keep[window] = False  # the point itself is not its own neighbour
+    chunk = max(1, 4_000_000 // span)  # bounded memory whatever the log's length
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        nb = np.lib.stride_tricks.sliding_window_view(padded[lo : hi + 2 * window], span)[:, keep]
+        count = np.sum(np.isfinite(nb), axis=1)
+        ok = (count >= min_points) & np.isfinite(x[lo:hi])
+        if not ok.any():
             continue
-        m = float(np.median(nb))
-        s = max(1.4826 * float(np.median(np.abs(nb - m))), floor * abs(m), 1e-12)
-        med[i], scale[i], z[i] = m, s, (x[i] - m) / s
+        rows = nb[ok]
+        m = np.nanmedian(rows, axis=1)
+        mad = np.nanmedian(np.abs(rows - m[:, None]), axis=1)
+        sc = np.maximum(np.maximum(1.4826 * mad, floor * np.abs(m)), 1e-12)
+        idx = np.flatnonzero(ok) + lo
+        med[idx], scale[idx], z[idx] = m, sc, (x[idx] - m) / sc
     return z, med, scale
 
 
@@ -270,8 +283,20 @@ def schedule(log: TrainingLog, opts: SignalOptions) -> list[Event]:
 
 
 def _smooth(x: np.ndarray, k: int) -> np.ndarray:
+    """Rolling median over 2k+1 points (fewer at the ends), non-finite values left out."""
+    x = np.where(np.isfinite(x), x, np.nan).astype(np.float64)
     n = len(x)
-    return np.array([np.nanmedian(x[max(0, i - k) : min(n, i + k + 1)]) for i in range(n)])
+    out = np.full(n, np.nan)
+    padded = np.concatenate([np.full(k, np.nan), x, np.full(k, np.nan)])
+    span = 2 * k + 1
+    chunk = max(1, 4_000_000 // span)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window stays NaN
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            win = np.lib.stride_tricks.sliding_window_view(padded[lo : hi + 2 * k], span)
+            out[lo:hi] = np.nanmedian(win, axis=1)
+    return out
 
 
 def divergence(log: TrainingLog, opts: SignalOptions) -> list[Event]:
@@ -326,11 +351,19 @@ def plateau(log: TrainingLog, opts: SignalOptions) -> list[Event]:
     n = len(loss)
     if n < 40:
         return []
-    smooth = _smooth(np.where(np.isfinite(loss), loss, np.nan), max(2, n // 40))
-    least = max(20, int(math.ceil(opts.plateau_steps * n)))
-    out = []
-    first = float(np.nanmedian(smooth[: max(5, n // 10)]))
-    last = float(np.nanmedian(smooth[-max(5, n // 10) :]))
+    # the curve in at most 400 bins (each its median), smoothed: long logs cost the same
+    bins = min(n, 400)
+    edges = np.linspace(0, n, bins + 1).round().astype(int)
+    finite = np.where(np.isfinite(loss), loss, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        binned = np.array([np.nanmedian(finite[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+    smooth = _smooth(binned, max(2, bins // 40))
+    first_step, last_step = log.steps[edges[:-1]], log.steps[edges[1:] - 1]
+    least = max(1, int(math.ceil(max(20, opts.plateau_steps * n) * bins / n)))
+    tail = max(5, bins // 10)
+    first = float(np.nanmedian(smooth[:tail]))
+    last = float(np.nanmedian(smooth[-tail:]))
     if first > 0 and (first - last) / first < opts.plateau:
         return [
             Event(
@@ -344,21 +377,23 @@ def plateau(log: TrainingLog, opts: SignalOptions) -> list[Event]:
             )
         ]
     # flat stretches before the end: a stretch where the smoothed loss stays in a ±plateau band
+    out = []
     start = 0
-    while start < n - least:
+    while start < bins - least:
         ref = smooth[start]
         end = start
-        while end + 1 < n and abs(smooth[end + 1] - ref) <= opts.plateau * abs(ref):
+        while end + 1 < bins and abs(smooth[end + 1] - ref) <= opts.plateau * abs(ref):
             end += 1
-        if end - start + 1 >= least and end < n - max(5, n // 10):
+        if end - start + 1 >= least and end < bins - tail:
+            a, b = int(first_step[start]), int(last_step[end])
             out.append(
                 Event(
                     "SIG007",
                     "info",
                     f"the training loss stays at {_fmt(float(ref))} (±{opts.plateau:.0%}) from "
-                    f"step {int(log.steps[start])} to step {int(log.steps[end])}, then moves again",
-                    step=int(log.steps[start]),
-                    data={"from": int(log.steps[start]), "to": int(log.steps[end])},
+                    f"step {a} to step {b}, then moves again",
+                    step=a,
+                    data={"from": a, "to": b},
                 )
             )
             start = end + 1
