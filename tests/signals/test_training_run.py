@@ -137,3 +137,23 @@ def test_the_sampler_order_maps_the_same_batches(run_dir, planted, tmp_path):
     got = [(f["step"], f["batch"]["reasons"][0]["measure"]) for f in _spikes(report)]
     want = [(f["step"], f["batch"]["reasons"][0]["measure"]) for f in _spikes(planted)]
     assert got == want and report.signals["order"]["kind"] == "sampler order"
+
+
+def test_a_nan_in_the_log_fails_the_gate_and_names_its_batch(run_dir, tmp_path):
+    from dataaudit import signals
+
+    state = json.loads((run_dir / "clean" / "trainer_state.json").read_text())
+    for entry in state["log_history"]:
+        if entry["step"] == 150 and "loss" in entry:
+            entry["loss"] = float("nan")
+    log = tmp_path / "trainer_state.json"
+    log.write_text(json.dumps(state))
+    report = signals(log, run_dir / "data.jsonl", order=run_dir / "clean" / "order.jsonl")
+    bad = [f for f in report.signals["findings"] if f["code"] == "SIG003"]
+    assert len(bad) == 1 and bad[0]["step"] == 150 and bad[0]["batch"]["rows"] == 16
+    assert not report.passed
+    assert "SIG003 failed: 1 error finding (fail_on=error)" in report.data["gate"]["reasons"]
+    # without an order the log is still read; findings have no batch
+    alone = signals(log, run_dir / "data.jsonl")
+    assert alone.signals["order"] is None
+    assert [f["batch"] for f in alone.signals["findings"] if f["code"] == "SIG003"] == [None]
