@@ -58,6 +58,7 @@ from .rules._columns import SNIPPET_EXTRA
 from .rules._ids import ids_at
 from .rules._origin import check_origin, state_origin
 from .sketches.state import Additive, Examples, PerSplit
+from .wording import plural
 
 __all__ = ["Category", "RowCheckRule"]
 
@@ -169,7 +170,7 @@ class RowCheckRule(Rule):
                 )
                 result.findings.append(
                     Finding(
-                        message=f"{name}: {count:,} of {rows:,} rows ({rate:.2%}) {cat.message}",
+                        message=f"{name}: {count:,} of {plural(rows, 'row')} ({rate:.2%}) {cat.message}",
                         key=f"{name}|{key}",
                         severity=cat.severity,
                         count=count,

@@ -6,6 +6,8 @@ Rules, renderers and the CLI write messages with counts; this is the one place t
 
 from __future__ import annotations
 
+import numbers
+
 __all__ = ["noun", "plural"]
 
 _IRREGULAR = {"child": "children", "person": "people", "index": "indexes", "was": "were"}
@@ -33,5 +35,5 @@ def noun(n: float, word: str, many: str | None = None) -> str:
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``"1 class"``, ``"3 classes"``, ``"12,000 rows"``: the count (thousands separated) and
     its noun in the right number."""
-    count = f"{n:,}" if isinstance(n, int) else f"{n:,g}"
+    count = f"{int(n):,}" if isinstance(n, numbers.Integral) else f"{n:,}"
     return f"{count} {noun(n, word, many)}"

@@ -14,7 +14,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..rule import Status
+from ..wording import plural
 from .escape import plain
+from .text import partial_results
 
 if TYPE_CHECKING:
     from .diff import ReportDiff
@@ -42,13 +44,26 @@ def _code(value: Any) -> str:
 def render_markdown(data: dict[str, Any]) -> str:
     s = data["summary"]
     verdict = "✅ passed" if data["passed"] else "❌ FAILED"
+    partial = partial_results(data)
+    if partial:  # "passed" means read everything and found nothing: say when it did not
+        verdict += " on partial coverage"
     splits = data["dataset"]["splits"]
     lines = [
         f"### dataaudit: {verdict} (fail_on={md(data['fail_on'], 10)})",
         "",
-        " · ".join(f"{md(name, 60)}: {info['rows']:,} rows" for name, info in splits.items()),
+        " · ".join(
+            f"{md(name, 60)}: {plural(info['rows'], 'row')}" for name, info in splits.items()
+        ),
         "",
     ]
+    for r in partial:
+        c = r["coverage"]
+        lines.append(
+            f"- {_code(r['code'])} examined {c['examined']:,} of {c['in_scope']:,} "
+            f"{md(c.get('unit') or 'rows', 20)}: {md(c.get('reason'), 240)}"
+        )
+    if partial:
+        lines.append("")
     order = Status.worst_first()
     results = sorted(data["results"], key=lambda r: (order.index(r["status"]), r["code"]))
     shown = [r for r in results if r["status"] in ("error", "fail", "warn")]
@@ -70,13 +85,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append(f"{_ICON['pass']} {len(passed)} passed: {', '.join(passed)}  ")
     if skipped:
         lines.append(f"{_ICON['skipped']} {len(skipped)} skipped: {', '.join(skipped)}  ")
-    lines.append(f"{s['flagged_rows']:,} rows flagged")
+    lines.append(f"{plural(s['flagged_rows'], 'row')} flagged")
     gate = data.get("gate") or {}
     baseline = gate.get("baseline")
     if baseline:
         lines += [
             "",
-            f"{baseline['suppressed']} findings suppressed by the baseline "
+            f"{plural(baseline['suppressed'], 'finding')} suppressed by the baseline "
             f"{md(baseline['path'], 200)} ({baseline['accepted']} accepted, "
             f"{baseline['stale']} no longer found)",
         ]

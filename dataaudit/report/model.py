@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._io import atomic_write, atomic_write_text, writes_stdout
 from ..errors import GateFailed, InputError
 from ..rule import RuleOutcome, Severity, Status
+from ..wording import plural
 from .escape import shorten
 from .flags import FLAG_COLUMNS, collect_flags, decode_flags, encode_flags, flags_format
 from .load import check_report, read_json
@@ -119,7 +120,7 @@ def gate_reasons(results: list[dict[str, Any]], required: list[str], fail_on: st
             worst = max((f["severity"] for f in counted), key=lambda v: Severity(v).rank)
             n = sum(f["severity"] == worst for f in counted)
             reasons.append(
-                f"{r['code']} failed: {n} {worst} finding{'s' * (n != 1)} (fail_on={fail_on})"
+                f"{r['code']} failed: {plural(n, worst + ' finding')} (fail_on={fail_on})"
             )
         elif r["status"] == "error" and r["code"] not in required:
             reasons.append(f"{r['code']} errored: {_short(r['message'])}")

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..rule import Status
+from ..wording import noun, plural
 from .diff import format_value
 from .escape import plain, shorten
 
@@ -72,7 +73,7 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     lines = [
         f"dataaudit {plain(data['tool']['version'], 40)} · "
         + ", ".join(
-            f"{plain(name, 60)} ({plain(info['kind'], 20)}): {info['rows']:,} rows"
+            f"{plain(name, 60)} ({plain(info['kind'], 20)}): {plural(info['rows'], 'row')}"
             for name, info in splits.items()
         )
     ]
@@ -96,9 +97,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         counted = [f for f in r["findings"] if not f.get("suppressed")]
         n, accepted = len(counted), len(r["findings"]) - len(counted)
         rows = r.get("flagged_rows", 0)
-        extra = f" · {n} finding{'s' * (n != 1)}" if n else ""
+        extra = f" · {plural(n, 'finding')}" if n else ""
         extra += f" · {accepted} suppressed by the baseline" if accepted else ""
-        extra += f" · {rows:,} rows flagged" if rows else ""
+        extra += f" · {plural(rows, 'row')} flagged" if rows else ""
         cov = r.get("coverage")
         if cov and not cov["complete"]:
             extra += f" · partial coverage: {cov['examined']:,} of {cov['in_scope']:,}"
@@ -117,7 +118,7 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
         "",
         f"gate {verdict} (fail_on={plain(data['fail_on'], 10)}): {s['pass']} pass, "
         f"{s['warn']} warn, {s['fail']} fail, {s['error']} error, {s['skipped']} skipped"
-        f"{skipped}; {s['flagged_rows']:,} rows flagged",
+        f"{skipped}; {plural(s['flagged_rows'], 'row')} flagged",
     ]
     lines += [f"  ~ {coverage_line(r)}" for r in partial]
     gate = data.get("gate") or {}
@@ -125,7 +126,7 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     if baseline:
         stale = f", {baseline['stale']} no longer found" if baseline.get("stale") else ""
         lines.append(
-            f"baseline {plain(baseline['path'], 200)}: {baseline['suppressed']} findings "
+            f"baseline {plain(baseline['path'], 200)}: {plural(baseline['suppressed'], 'finding')} "
             f"suppressed of {baseline['accepted']} accepted{stale}"
         )
     if not data["passed"]:
@@ -145,17 +146,22 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
     lines.append("dataset:")
     for s in d.splits:
         if s.state == "added":
-            lines.append(f"  + {plain(s.split, 60)}: new split, {format_value(s.new_rows)} rows")
+            lines.append(
+                f"  + {plain(s.split, 60)}: new split, {format_value(s.new_rows)} "
+                f"{noun(s.new_rows or 0, 'row')}"
+            )
         elif s.state == "removed":
             lines.append(
-                f"  - {plain(s.split, 60)}: split removed ({format_value(s.old_rows)} rows)"
+                f"  - {plain(s.split, 60)}: split removed ({format_value(s.old_rows)} "
+                f"{noun(s.old_rows or 0, 'row')})"
             )
         else:
             rows = (
-                f"{format_value(s.old_rows)} → {format_value(s.new_rows)} rows "
+                f"{format_value(s.old_rows)} → {format_value(s.new_rows)} "
+                f"{noun(s.new_rows or 0, 'row')} "
                 f"({_signed((s.new_rows or 0) - (s.old_rows or 0))})"
                 if s.old_rows != s.new_rows
-                else f"{format_value(s.new_rows)} rows"
+                else f"{format_value(s.new_rows)} {noun(s.new_rows or 0, 'row')}"
             )
             what = "content changed" if s.state == "changed" else "identical content"
             cols = ""

@@ -12,6 +12,7 @@ import dataaudit
 from dataaudit.errors import InputError
 from dataaudit.report.baseline import load_baseline, make_baseline
 from dataaudit.report.schema import report_schema
+from dataaudit.wording import plural
 
 LEAKED = "This sentence sits in both the training and the test split of the data."
 TRAIN = [{"text": f"Training row {i} talks about subject {i} at length."} for i in range(20)]
@@ -49,7 +50,10 @@ def test_accepted_findings_are_suppressed_not_hidden(accepted):
     }
     assert report.flags().filter(code="LEAK001").height > 0  # the rows are still flagged
     text = report.summary()
-    assert "suppressed by the baseline" in text and f"{len(findings)} findings suppressed" in text
+    assert (
+        "suppressed by the baseline" in text
+        and f"{plural(len(findings), 'finding')} suppressed" in text
+    )
     jsonschema.validate(report.to_dict(), report_schema())
 
 

@@ -111,3 +111,10 @@ def test_a_report_before_coverage_still_loads_and_renders(tmp_path):
 def test_a_coverage_that_cannot_be_true_is_refused(args, match):
     with pytest.raises(ValueError, match=match):
         Coverage(*args)
+
+
+def test_the_markdown_verdict_says_partial_coverage_too(register):
+    md = audit(DATA, select=["HALF001", "TXT001"]).to_markdown()
+    assert "passed on partial coverage" in md
+    assert "`HALF001` examined 20 of 40 rows: reads a sample of half (max\\_rows)" in md
+    assert "partial" not in audit(DATA, select=["FULL001"]).to_markdown()

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ...rule import Severity, Status
+from ...wording import noun
 from ..escape import html as esc_plain
 from ..escape import html_id
 
@@ -110,8 +111,8 @@ def num(value: Any) -> str:
 
 
 def plural(n: Any, word: str, words: str | None = None) -> str:
-    """ "1 row", "2 rows": a count with its noun in the right number."""
-    return f"{num(n)} {word if n == 1 else (words or word + 's')}"
+    """ "1 row", "2 rows": a count with its noun in the right number (``wording.noun``)."""
+    return f"{num(n)} {noun(n, word, words)}"
 
 
 def pct(value: float) -> str:

@@ -10,6 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
+from ...wording import plural
 from .._columns import append, cat, key_hex, row_columns, texts
 from .._ids import take_ids
 from .._origin import check_origin, state_origin
@@ -155,7 +156,8 @@ class ExactDuplicates(Rule):
                 )
                 result.findings.append(
                     Finding(
-                        message=f"{split}: {rest} more duplicate groups ({rest_rows} removable rows)",
+                        message=f"{split}: {plural(rest, 'more duplicate group')} "
+                        f"({plural(rest_rows, 'removable row')})",
                         key=f"{split}:more",
                         severity=Severity.INFO,
                         count=rest_rows,

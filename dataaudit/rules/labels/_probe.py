@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xxhash
 
+from ...wording import noun, plural
+
 if TYPE_CHECKING:
     from ._sample import Sampled
 
@@ -379,7 +381,8 @@ def run_probe(
     readable_s = [it for it in score if has_words(it.text)]
     without_text = len(items) - len(readable) + len(score) - len(readable_s)
     note = (
-        f"; {without_text} sampled rows have no text for the probe to read and were left out"
+        f"; {plural(without_text, 'sampled row')} {noun(without_text, 'has', 'have')} no text "
+        f"for the probe to read and {noun(without_text, 'was', 'were')} left out"
         if without_text
         else ""
     )
@@ -392,12 +395,14 @@ def run_probe(
     if len(keep_classes) < 2:
         return (
             f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
-            f"sample; found {len(keep_classes)} (of {len(counts)} classes, {len(readable)} rows)"
+            f"sample; found {len(keep_classes)} (of {plural(len(counts), 'class')}, "
+            f"{plural(len(readable), 'row')})"
             + note
         )
     if len(kept) < min_rows:
         return (
-            f"too little data: {len(kept)} labeled rows in usable classes, needs >= {min_rows}"
+            f"too little data: {plural(len(kept), 'labeled row')} in usable classes, needs "
+            f">= {min_rows}"
             + note
         )
     if len(keep_classes) > max_classes:

@@ -10,7 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
-from ...wording import plural
+from ...wording import noun, plural
 from .._origin import check_origin, state_origin
 from . import _probe, _sample
 
@@ -108,7 +108,8 @@ class Memorization(Rule):
             return result
         if len(items) < int(self.min_rows):
             result.skipped = (
-                f"too little data: {len(items)} labeled train rows, needs >= {self.min_rows}"
+                f"too little data: {plural(len(items), 'labeled train row')}, needs "
+                f">= {self.min_rows}"
             )
             return result
         if len(set(labels)) < 2:
@@ -119,8 +120,8 @@ class Memorization(Rule):
         pred = _probe.fit_train_accuracy(texts, labels, seed=state["seed"])
         if pred is None:
             result.skipped = (
-                f"no text to fit a probe on: the {len(items)} sampled train rows have empty or "
-                "blank input (TXT001 reports empty text)"
+                f"no text to fit a probe on: the {plural(len(items), 'sampled train row')} "
+                f"{noun(len(items), 'has', 'have')} empty or blank input (TXT001 reports empty text)"
             )
             return result
         result.coverage = Coverage(

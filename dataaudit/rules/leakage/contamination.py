@@ -14,6 +14,7 @@ from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles
 from ...sketches.ngram_index import NgramIndex
 from ...sketches.state import PerSplit
+from ...wording import noun, plural
 from .._columns import append
 from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
@@ -271,7 +272,8 @@ class NgramContamination(Rule):
             result.findings.append(
                 Finding(
                     message=(
-                        f"{split}: {len(bad):,} of {nrows:,} rows ({rate:.2%}) share a {n}-word "
+                        f"{split}: {len(bad):,} of {plural(nrows, 'row')} ({rate:.2%}) "
+                        f"{noun(len(bad), 'shares', 'share')} a {n}-word "
                         f"span with {train}"
                     ),
                     key=f"{split}:{train}:{n}",
@@ -317,9 +319,10 @@ class NgramContamination(Rule):
             result.findings.append(
                 Finding(
                     message=(
-                        f"{ref.name}: {len(ref_rows)} of {ref.rows} benchmark rows "
-                        f"({rate:.1%}) share a {n}-word span with the data ("
-                        + ", ".join(f"{s}: {c} rows" for s, c in sorted(by_split.items()))
+                        f"{ref.name}: {len(ref_rows)} of {plural(ref.rows, 'benchmark row')} "
+                        f"({rate:.1%}) {noun(len(ref_rows), 'shares', 'share')} a {n}-word span "
+                        "with the data ("
+                        + ", ".join(f"{s}: {plural(c, 'row')}" for s, c in sorted(by_split.items()))
                         + ")"
                     ),
                     key=f"ref:{ref.name}:{n}",

@@ -14,6 +14,7 @@ from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...sketches.state import PerSplit
+from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
@@ -192,7 +193,8 @@ class LengthOutliers(Rule):
             hist = s.hist
             if hist.n < self.min_rows:
                 result.details["splits"][split] = {
-                    "verdict": f"no verdict: {hist.n} non-empty rows < min_rows={self.min_rows}"
+                    "verdict": f"no verdict: {plural(hist.n, 'non-empty row')} < "
+                    f"min_rows={self.min_rows}"
                 }
                 continue
             judged += 1
@@ -240,7 +242,8 @@ class LengthOutliers(Rule):
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: {n:,} rows are {cond} (median {math.expm1(med):,.0f} "
+                            f"{split}: {plural(n, 'row')} {noun(n, 'is', 'are')} {cond} "
+                            f"(median {math.expm1(med):,.0f} "
                             f"{unit}; {self.z} MADs of log-length)"
                         ),
                         key=f"{split}|{kind}",

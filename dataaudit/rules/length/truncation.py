@@ -12,6 +12,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.state import Additive, Examples, PerSplit
+from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
@@ -189,7 +190,8 @@ class Truncation(Rule):
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: {truncated:,} of {rows:,} rows ({rate:.2%}) are longer "
+                            f"{split}: {truncated:,} of {plural(rows, 'row')} ({rate:.2%}) "
+                            f"{noun(truncated, 'is', 'are')} longer "
                             f"than max_seq_len={limit:,} {unit}; {s.lost:,} {unit} would be cut"
                         ),
                         key=f"{split}|truncated",
@@ -236,7 +238,8 @@ class Truncation(Rule):
                     result.findings.append(
                         Finding(
                             message=(
-                                f"{split}: {cut:,} of {rows:,} rows ({cut_rate:.2%}) have a "
+                                f"{split}: {cut:,} of {plural(rows, 'row')} ({cut_rate:.2%}) "
+                                f"{noun(cut, 'has', 'have')} a "
                                 f"prompt of at least max_seq_len={limit:,} {unit}: the response is "
                                 "cut off entirely and the row trains on nothing"
                             ),

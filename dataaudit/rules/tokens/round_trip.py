@@ -13,6 +13,7 @@ from ...features import Batch
 from ...rowcheck import Category
 from ...rule import Direction, RuleResult, Severity
 from ...sketches.state import Additive, PerSplit
+from ...wording import noun, plural
 from ..format._detail import DetailRowCheck, cut
 
 CATEGORIES = (
@@ -163,8 +164,8 @@ class TokenizerRoundTrip(DetailRowCheck):
             for f in result.findings:
                 if f.split == split and f.data.get("category") == "round_trip":
                     f.message = (
-                        f"{split}: {flagged:,} of {s.sampled:,} sampled rows ({share:.2%}) do not "
-                        "come back from decode(encode(text)) unchanged"
+                        f"{split}: {flagged:,} of {plural(s.sampled, 'sampled row')} ({share:.2%}) "
+                        f"{noun(flagged, 'does', 'do')} not come back from decode(encode(text)) unchanged"
                     )
                     f.data["rate"] = share
         # the base's round_trip_rate divides by every row; the share of the sample replaces it

@@ -12,6 +12,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.state import Additive, Examples, PerSplit
+from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
@@ -159,8 +160,9 @@ class UnknownTokens(Rule):
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: {s.unknown:,} of {s.tokens:,} tokens ({rate:.3%}) are "
-                            f"unknown or byte-fallback, in {s.rows_with:,} rows"
+                            f"{split}: {s.unknown:,} of {plural(s.tokens, 'token')} ({rate:.3%}) "
+                            f"{noun(s.unknown, 'is', 'are')} unknown or byte-fallback, in "
+                            f"{plural(s.rows_with, 'row')}"
                         ),
                         key=f"{split}|unknown",
                         count=s.rows_with,
