@@ -411,3 +411,19 @@ def jaccard_pairs(offsets, values, a, b, sig, threshold, z, sentinel, out):
         union = ni + nj - inter
         out[p] = inter / union if union > 0 else 0.0
     return merged
+
+
+@kernel()
+def band_keys(sig, idx, start, stop, init):
+    """:func:`dataaudit.sketches.lsh.signature_keys` of columns ``start:stop`` for the rows
+    ``idx`` (one pass, no temporaries): ``key = (key ^ v) * GOLDEN; key ^= key >> 29`` per
+    value from ``init``, then the splitmix64 finalizer."""
+    out = np.empty(len(idx), U64)
+    for x in range(len(idx)):
+        r = idx[x]
+        key = init
+        for c in range(start, stop):
+            key = (key ^ U64(sig[r, c])) * GOLDEN
+            key ^= key >> U64(29)
+        out[x] = _mix(key)
+    return out

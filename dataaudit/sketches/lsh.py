@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .hashing import GOLDEN, mix64
+from .hashing import GOLDEN
 from .minhash import empty_rows, jaccard_estimate
 
 __all__ = [
@@ -72,14 +72,21 @@ def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.98) -
     return best[1], best[2]
 
 
-def signature_keys(signatures: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
-    """A 64-bit hash of columns ``start:stop`` of each signature row."""
-    sig = signatures[:, start:stop]
-    key = np.full(len(sig), U64(((start + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF), U64)
-    for c in range(sig.shape[1]):
-        key = (key ^ sig[:, c].astype(U64)) * GOLDEN
-        key ^= key >> U64(29)
-    return mix64(key)
+def signature_keys(
+    signatures: np.ndarray,
+    start: int = 0,
+    stop: int | None = None,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """A 64-bit hash of columns ``start:stop`` of each signature row (of ``rows`` only, if
+    given; compiled, one pass)."""
+    from .kernels import band_keys
+
+    stop = signatures.shape[1] if stop is None else min(stop, signatures.shape[1])
+    idx = np.arange(len(signatures), dtype=np.int64) if rows is None else rows
+    init = U64(((start + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
+    sig = signatures if signatures.dtype == np.uint32 else signatures.astype(np.uint32)
+    return band_keys(sig, np.ascontiguousarray(idx, np.int64), int(start), int(stop), init)
 
 
 def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,9 +125,9 @@ def candidate_pairs(
         return e, e
 
     def band_edges(band: int) -> tuple[np.ndarray, np.ndarray]:
-        # keys of all rows, then the subset: no copy of the subset's signatures (memory)
-        keys = signature_keys(signatures, band * rows, (band + 1) * rows)
-        return _band_edges(keys if subset is None else keys[idx], idx)
+        # keys of the subset's rows only: no copy of their signatures (memory)
+        keys = signature_keys(signatures, band * rows, (band + 1) * rows, idx)
+        return _band_edges(keys, idx)
 
     # bands are independent and numpy releases the GIL in their sorts: one thread per core
     # (finish runs in the parent while the worker processes are idle); results in band order
@@ -151,12 +158,14 @@ def cross_candidates(
     if n == 0 or not (is_a & valid).any() or not (~is_a & valid).any():
         e = np.empty(0, np.int64)
         return e, e
-    idx = np.flatnonzero(valid)
-    sig = signatures[idx]
+    # rows ordered a-side first, each side by row: a stable sort by band key then keeps that
+    # order within each bucket (what a lexsort by (key, side, row) gives, at one sort's cost)
+    idx = np.concatenate([np.flatnonzero(valid & is_a), np.flatnonzero(valid & ~is_a)])
     side = (~is_a[idx]).astype(np.int64)  # a first within a bucket
-    for band in range(bands):
-        keys = signature_keys(sig, band * rows, (band + 1) * rows)
-        order = np.lexsort((idx, side, keys))
+
+    def band_pairs(band: int) -> tuple[np.ndarray, np.ndarray] | None:
+        keys = signature_keys(signatures, band * rows, (band + 1) * rows, idx)
+        order = np.argsort(keys, kind="stable")
         k, s, r = keys[order], side[order], idx[order]
         new = np.concatenate([[True], k[1:] != k[:-1]])
         bucket = np.cumsum(new) - 1
@@ -164,13 +173,19 @@ def cross_candidates(
         n_a = np.bincount(bucket, weights=(s == 0), minlength=len(start)).astype(np.int64)
         bpos = np.flatnonzero((s == 1) & (n_a[bucket] > 0))
         if not len(bpos):
-            continue
+            return None
         take = np.minimum(n_a[bucket[bpos]], max_per_bucket)
         member = np.repeat(bpos, take)
         first = np.repeat(start[bucket[bpos]], take)
         offs = np.arange(int(take.sum()), dtype=np.int64) - np.repeat(np.cumsum(take) - take, take)
-        pa_.append(r[first + offs])
-        pb_.append(r[member])
+        return r[first + offs], r[member]
+
+    # bands are independent; the key kernel and numpy's sorts release the GIL
+    with ThreadPoolExecutor(max(1, min(bands, os.cpu_count() or 1))) as pool:
+        for got in pool.map(band_pairs, range(bands)):
+            if got is not None:
+                pa_.append(got[0])
+                pb_.append(got[1])
     if not pa_:
         e = np.empty(0, np.int64)
         return e, e
@@ -219,7 +234,7 @@ def near_candidates(
     n = len(signatures)
     valid = np.flatnonzero(~empty_rows(signatures)) if n else np.empty(0, np.int64)
     # 1) collapse identical signatures
-    full = signature_keys(signatures)[valid] if len(valid) else np.empty(0, U64)
+    full = signature_keys(signatures, rows=valid) if len(valid) else np.empty(0, U64)
     ea, eb = _band_edges(full, valid)
     same_b = np.unique(eb)  # non-first members of identical-signature groups
     ea = ea[: len(ea) // 2]  # the (first, member) half

@@ -124,17 +124,20 @@ class TrainEvalOverlap(Rule):
             for i, row_id in zip(leaked, e_ids)
         ]
         # each train row once: its closest eval row (highest similarity, then first row; an
-        # exact match, listed first, wins a tie)
-        closest: dict[int, tuple[float, int, str]] = {}
-        for p, i, s, how in ref_pairs:
-            if p not in closest or (-s, i) < (-closest[p][0], closest[p][1]):
-                closest[p] = (s, i, how)
-        positions = sorted(closest)
+        # exact match wins a tie): ref_pairs are arrays (ref pos, eval pos, sim, 0 exact/1 near)
+        rp, ri, rs, rhow = ref_pairs
+        o = np.lexsort((rhow, ri, -rs, rp))
+        first = np.ones(len(o), bool)
+        first[1:] = rp[o][1:] != rp[o][:-1]
+        pick = o[first]  # by ref position, ascending
+        positions = rp[pick].tolist()
         r_ids = take_ids(sr.get("ids", []), positions)
         info = ctx.splits.get(ref)
         action = "drop" if info is not None and info.kind == "train" else "review"
-        for p, row_id in zip(positions, r_ids):
-            s, i, how = closest[p]
+        for p, i, s, how, row_id in zip(
+            positions, ri[pick].tolist(), rs[pick].tolist(), rhow[pick].tolist(), r_ids
+        ):
+            how = "near" if how else "exact"
             flags.append(
                 Flag(
                     ref,
@@ -171,19 +174,28 @@ class TrainEvalOverlap(Rule):
         ne, nr = len(e_rows), len(r_rows)
         matches: dict[int, list[tuple[int, float]]] = {}  # eval position -> [(ref pos, sim)]
         kind: dict[int, str] = {}
-        ref_pairs: list[tuple[int, int, float, str]] = []  # (ref pos, eval pos, sim, kind)
+        # (ref pos, eval pos, sim, 0 exact / 1 near) of every match, for the train-side flags
+        pairs_p, pairs_i, pairs_s, pairs_how = [], [], [], []
         # exact
         if ne and nr:
             order = np.lexsort((np.arange(nr), r_hash))
             rh = r_hash[order]
             lo = np.searchsorted(rh, e_hash, "left")
             hi = np.searchsorted(rh, e_hash, "right")
-            for i in np.flatnonzero((hi > lo) & (e_hash != 0)):
-                matches[int(i)] = [
-                    (int(p), 1.0) for p in order[lo[i] : min(hi[i], lo[i] + MAX_MATCHES)]
+            for i in np.flatnonzero((hi > lo) & (e_hash != 0)).tolist():
+                matches[i] = [
+                    (p, 1.0) for p in order[lo[i] : min(hi[i], lo[i] + MAX_MATCHES)].tolist()
                 ]
-                kind[int(i)] = "exact"
-                ref_pairs.extend((int(p), int(i), 1.0, "exact") for p in order[lo[i] : hi[i]])
+                kind[i] = "exact"
+            # each train row with an exact copy in eval: pair it with the first such eval row
+            eo = np.lexsort((np.arange(ne), e_hash))
+            eh = e_hash[eo]
+            at = np.minimum(np.searchsorted(eh, r_hash, "left"), ne - 1)
+            hit = np.flatnonzero((eh[at] == r_hash) & (r_hash != 0))
+            pairs_p.append(hit)
+            pairs_i.append(eo[at[hit]])
+            pairs_s.append(np.ones(len(hit)))
+            pairs_how.append(np.zeros(len(hit), np.int8))
         # near: LSH between the two splits, verified
         if ne and nr:
             sig = np.concatenate(
@@ -202,18 +214,28 @@ class TrainEvalOverlap(Rule):
                 else:
                     sim = jaccard_estimate(sig[a], sig[b])
                 ok = sim >= threshold
-                ref_pairs.extend(
-                    (int(p), int(i), float(s), "near") for p, i, s in zip(a[ok], b_e[ok], sim[ok])
-                )
-                keep = np.array([int(x) not in kind for x in b_e], bool)
+                pairs_p.append(a[ok])
+                pairs_i.append(b_e[ok])
+                pairs_s.append(np.asarray(sim[ok], float))
+                pairs_how.append(np.ones(int(ok.sum()), np.int8))
+                exact_rows = np.zeros(ne, bool)
+                exact_rows[list(kind)] = True
+                keep = ~exact_rows[b_e]
                 a, b, b_e, sim, ok = a[keep], b[keep], b_e[keep], sim[keep], ok[keep]
                 for ra, eb, s in sorted(
-                    zip(a[ok], b_e[ok], sim[ok]), key=lambda t: (t[1], -t[2], t[0])
+                    zip(a[ok].tolist(), b_e[ok].tolist(), sim[ok].tolist()),
+                    key=lambda t: (t[1], -t[2], t[0]),
                 ):
-                    lst = matches.setdefault(int(eb), [])
-                    kind.setdefault(int(eb), "near")
+                    lst = matches.setdefault(eb, [])
+                    kind.setdefault(eb, "near")
                     if len(lst) < MAX_MATCHES:
-                        lst.append((int(ra), float(s)))
+                        lst.append((ra, s))
+        ref_pairs = (
+            np.concatenate(pairs_p) if pairs_p else np.zeros(0, np.int64),
+            np.concatenate(pairs_i) if pairs_i else np.zeros(0, np.int64),
+            np.concatenate(pairs_s) if pairs_s else np.zeros(0),
+            np.concatenate(pairs_how) if pairs_how else np.zeros(0, np.int8),
+        )
         leaked = sorted(matches)
         n_exact = sum(1 for i in leaked if kind[i] == "exact")
         rate = len(leaked) / ne if ne else 0.0
