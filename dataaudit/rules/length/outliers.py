@@ -18,6 +18,7 @@ from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
+from ._hist import chart_histograms
 
 
 def _top(
@@ -184,7 +185,15 @@ class LengthOutliers(Rule):
         unit = state["unit"]
         result = RuleResult(
             thresholds={"z": self.z, "min_rows": self.min_rows},
-            details={"unit": unit, "tokenizer": state["tok"], "splits": {}},
+            details={
+                "unit": unit,
+                "tokenizer": state["tok"],
+                "splits": {},
+                # per-split length histograms (non-empty rows) in shared bins: chart data
+                "histograms": chart_histograms(
+                    {name: sp.hist for name, sp in state["splits"].items()}, unit
+                ),
+            },
         )
         judged = 0
         max_examples = ctx.max_examples

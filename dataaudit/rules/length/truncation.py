@@ -11,11 +11,13 @@ import numpy as np
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.histogram import Histogram
 from ...sketches.state import Additive, Examples, PerSplit
 from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
+from ._hist import chart_histograms
 
 
 @dataclass
@@ -54,6 +56,7 @@ class _Split(Additive):
     rows: int = 0
     lost: int = 0  # tokens (words without a tokenizer) past max_seq_len in truncated rows
     rejected: int = 0
+    lengths: Histogram = field(default_factory=Histogram)  # every row's length (chart data)
 
     @classmethod
     def start(cls, max_examples: int) -> _Split:
@@ -147,6 +150,7 @@ class Truncation(Rule):
         s.rows += batch.num_rows
         full_view, prompt_view = state["views"]
         lengths = batch.feature("token_lengths", tokenizer=state["tok"], view=full_view)
+        s.lengths.add(lengths[lengths >= 0])  # null rows (-1) have no length
         if state["template"] is not None:
             errors = batch.feature("chat_rendering", tokenizer=state["tok"]).errors
             bad = [i for i, e in enumerate(errors) if e is not None]
@@ -173,6 +177,12 @@ class Truncation(Rule):
                 "tokenizer": state["tok"],
                 "measured_on": _measured_on(state),
                 "chat_template": state["template"],
+                # per-split length histograms in shared bins, with max_seq_len: chart data
+                "histograms": chart_histograms(
+                    {name: sp.lengths for name, sp in state["splits"].items()},
+                    unit,
+                    max_seq_len=self.max_seq_len,
+                ),
             },
         )
         limit = self.max_seq_len
@@ -211,8 +221,8 @@ class Truncation(Rule):
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{split}: the chat template rejects {s.rejected:,} of {rows:,} "
-                            f"rows (e.g. {s.rejected_examples.items[0][1]!r}); a trainer "
+                            f"{split}: the chat template rejects {s.rejected:,} of "
+                            f"{plural(rows, 'row')} (e.g. {s.rejected_examples.items[0][1]!r}); a trainer "
                             "applying it would fail or skip them. Their lengths were measured "
                             "on the plain rendering"
                         ),

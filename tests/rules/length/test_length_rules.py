@@ -95,3 +95,31 @@ def test_len003_finds_the_validation_length_cutoff(fixture_report):
     found = _findings(fixture_report, "LEN003")
     assert [f["split"] for f in found] == ["validation"]
     assert found[0]["data"]["ks"] > 0.3
+
+
+def test_len001_and_len002_carry_per_split_histograms_as_chart_data():
+    import dataaudit as da
+
+    rows = {
+        "train": [{"text": " ".join(["w"] * (1 + i % 90))} for i in range(300)]
+        + [{"text": None}, {"text": ""}],
+        "test": [{"text": " ".join(["w"] * (30 + i % 50))} for i in range(100)],
+    }
+    report = da.audit(
+        rows, select=["LEN001", "LEN002"], rules={"LEN001": {"max_seq_len": 64}}, batch_size=37
+    )
+    h = report.result("LEN001")["details"]["histograms"]
+    assert h["unit"] == "words" and h["max_seq_len"] == 64
+    edges = h["edges"]
+    assert edges == sorted(set(edges)) and len(edges) <= 44
+    assert set(h["splits"]) == {"train", "test"}
+    for split, counts in h["splits"].items():
+        assert len(counts) == len(edges) - 1
+        n = 301 if split == "train" else 100  # every row with a length (the null row has none)
+        assert sum(counts) == n
+        # the bars left of max_seq_len + 1 are exactly the rows that fit
+        fit = sum(c for c, hi in zip(counts, edges[1:]) if hi <= 65)
+        assert n - fit == report.metric("LEN001", "truncated_rows", split)
+    h2 = report.result("LEN002")["details"]["histograms"]
+    assert h2["max_seq_len"] is None
+    assert {s: sum(c) for s, c in h2["splits"].items()} == {"train": 300, "test": 100}
