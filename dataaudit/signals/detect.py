@@ -4,10 +4,13 @@ train/validation divergence and plateaus. Numbers in, findings out (no data, no 
 A spike is a step whose value is far above its neighbours: the robust z-score
 ``(x - median) / (1.4826 · MAD)`` against the ``window`` steps on each side (the step itself
 left out), one-sided (only upward), on the loss as logged and on the logarithm of the
-gradient norm (norms vary by factors, not by amounts). A centred window follows the trend of
-a falling loss; the MAD has a floor of 1% of the median, so a flat curve does not turn every
-wiggle into a spike. Consecutive spike steps are one event (the steps after a bad update
-are its aftershocks), reported at the step with the highest z.
+gradient norm (norms vary by factors, not by amounts). The median is the higher of the medians
+before and after the step, so a trend (the loss falling fast) is no spike; the scale is the
+MAD of the neighbours' step-to-step differences (over √2: the noise, which a trend does not
+widen), with a floor of 1% of the median, so a flat curve does not turn every wiggle into a
+spike. The first ``min_points / 2`` steps are not judged (no past to
+compare with, and the loss falls fastest there). Consecutive spike steps are one event (the
+steps after a bad update are its aftershocks), reported at the step with the highest z.
 """
 
 from __future__ import annotations
@@ -69,9 +72,12 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def robust_z(values: np.ndarray, window: int, min_points: int, floor: float = 0.01) -> tuple:
+def robust_z(
+    values: np.ndarray, window: int, min_points: int, floor: float = 0.01, min_left: int = 0
+) -> tuple:
     """Per point: robust z against its centred neighbourhood, the neighbours' median and
-    scale (NaN where there are fewer than ``min_points`` finite neighbours)."""
+    scale (NaN where there are fewer than ``min_points`` finite neighbours, or fewer than
+    ``min_left`` before the point)."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     z = np.full(n, np.nan)
@@ -89,15 +95,28 @@ def robust_z(values: np.ndarray, window: int, min_points: int, floor: float = 0.
         hi = min(n, lo + chunk)
         nb = np.lib.stride_tricks.sliding_window_view(padded[lo : hi + 2 * window], span)[:, keep]
         count = np.sum(np.isfinite(nb), axis=1)
-        ok = (count >= min_points) & np.isfinite(x[lo:hi])
+        left = np.sum(np.isfinite(nb[:, :window]), axis=1)
+        ok = (count >= min_points) & (left >= min_left) & np.isfinite(x[lo:hi])
         if not ok.any():
             continue
         rows = nb[ok]
         m = np.nanmedian(rows, axis=1)
-        mad = np.nanmedian(np.abs(rows - m[:, None]), axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a side without points: NaN
+            # the noise from step-to-step differences: a trend moves their median, not their
+            # spread (1.4826 · MAD / √2 is σ for independent noise)
+            d = np.diff(rows, axis=1)
+            dm = np.nanmedian(d, axis=1)
+            mad = np.nanmedian(np.abs(d - dm[:, None]), axis=1) / math.sqrt(2)
+            sides = np.stack(
+                [np.nanmedian(rows[:, :window], axis=1), np.nanmedian(rows[:, window:], axis=1)]
+            )
+        mad = np.where(np.isfinite(mad), mad, 0.0)
         sc = np.maximum(np.maximum(1.4826 * mad, floor * np.abs(m)), 1e-12)
+        # above both sides: a trend (the loss falling fast) is not a spike
+        ref = np.nanmax(sides, axis=0)
         idx = np.flatnonzero(ok) + lo
-        med[idx], scale[idx], z[idx] = m, sc, (x[idx] - m) / sc
+        med[idx], scale[idx], z[idx] = ref, sc, (x[idx] - ref) / sc
     return z, med, scale
 
 
@@ -123,7 +142,9 @@ def spikes(log: TrainingLog, opts: SignalOptions) -> list[Event]:
         with np.errstate(divide="ignore", invalid="ignore"):
             x = np.log(raw) if in_log else raw.copy()
         x[~np.isfinite(x)] = np.nan
-        z, med, _ = robust_z(x, opts.window, opts.min_points, floor=0.01)
+        # the first steps have no past to be compared with, and the loss falls fastest
+        # there: a step is judged once min_points/2 steps came before it
+        z, med, _ = robust_z(x, opts.window, opts.min_points, 0.01, opts.min_points // 2)
         hit = np.nan_to_num(z, nan=-np.inf) >= opts.z
         for run in _events(hit, z):
             top = max(run, key=lambda i: z[i])

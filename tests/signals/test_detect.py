@@ -177,3 +177,11 @@ def test_aliases_name_the_same_columns(tmp_path):
     log = read_log(path)
     assert sorted(log.columns) == ["learning_rate", "loss"]
     assert list(log.eval_steps) == [2] and log.eval_columns["eval_loss"][0] == 2.1
+
+
+def test_a_fast_start_without_warmup_is_no_spike(tmp_path):
+    rng = np.random.default_rng(0)
+    loss = 2.3 * np.exp(-np.arange(200) / 3) + 0.6 + rng.normal(0, 0.03, 200)
+    log = read_log(write_log(tmp_path / "l.csv", range(1, 201), loss=loss))
+    assert robust_z(loss, 25, 10)[0][0] > 20  # without the guard, step 1 would be a spike
+    assert detect(log, SignalOptions())[0] == []

@@ -81,8 +81,8 @@ def test_the_gate_counts_signals_as_fail_on_says(planted):
     data["fail_on"] = data["gate"]["fail_on"] = "warn"
     strict = Report(data).add_signals(section)
     assert not strict.passed and strict.signals["status"] == "fail"
-    assert "SIG001 failed: 3 warn findings (fail_on=warn)" in strict.data["gate"]["reasons"]
-    assert "SIG002 failed: 1 warn finding (fail_on=warn)" in strict.data["gate"]["reasons"]
+    assert "SIG001 failed: 2 warn findings (fail_on=warn)" in strict.data["gate"]["reasons"]
+    assert "SIG002 failed: 2 warn findings (fail_on=warn)" in strict.data["gate"]["reasons"]
 
 
 def test_the_report_validates_and_renders(planted, truth):
