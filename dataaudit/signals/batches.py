@@ -339,7 +339,7 @@ def _reason(
         corpus = m.source_shares if name == "source" else m.label_shares
         top, count, share = _top_share(codes, names, corpus, rows)
         return (
-            f"{name} mix: {count} of {n} rows are {top!r} against {_pct(share)} of the corpus "
+            f"{name} mix: {count} of {n} rows are {top[:80]!r} against {_pct(share)} of the corpus "
             f"(z {z:.1f})"
         )
     label = next(lbl for key, lbl, _ in FAMILIES if key == name)
@@ -395,7 +395,8 @@ def _worst_rows(
                 codes, k = over[name]
                 if codes[i] == k:
                     score += w
-                    why.append(f"{name} {(t.sources if name == 'source' else t.labels)[k]!r}")
+                    value = (t.sources if name == "source" else t.labels)[k]
+                    why.append(f"{name} {value[:80]!r}")  # dataset text: bounded
             elif t.flags[name][i]:
                 score += w
                 why.append(", ".join(c for c in t.flag_codes[i] if _family(c) == name))
