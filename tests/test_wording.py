@@ -44,3 +44,6 @@ def test_reports_never_say_1_rows():
         assert re.search(r"\b1 rows\b|\b1 findings\b", text) is None, text
     assert "train (train): 1 row," in report.summary()
     assert "train: 1 row ·" in report.to_markdown()
+    one = dataaudit.audit({"train": [{"text": "A"}, {"text": " "}]}, select=["TXT001"])
+    assert one.data["summary"]["flagged_rows"] == 1
+    assert "1 row flagged" in one._repr_html_() and "1 row flagged" in one.summary()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...rule import Status
-from ._base import COLORS, SEVERITY_CLASS, esc, num, status_of
+from ._base import COLORS, SEVERITY_CLASS, esc, num, plural, status_of
 from ._report import _order
 
 __all__ = ["render_compact"]
@@ -41,7 +41,7 @@ def render_compact(data: dict[str, Any]) -> str:
         '<div style="font:13px/1.45 system-ui,sans-serif">',
         f"<div><b>dataaudit</b> {verdict} "
         f'<span style="color:#656d76">fail_on={esc(data.get("fail_on"), 20)} · {counts} · '
-        f"{num(s.get('flagged_rows', 0))} rows flagged · rows {rows}</span></div>",
+        f"{plural(s.get('flagged_rows', 0), 'row')} flagged · rows {rows}</span></div>",
     ]
     reasons = (data.get("gate") or {}).get("reasons") or []
     if reasons and not passed:
