@@ -11,7 +11,7 @@ import xxhash
 from ...context import AuditContext
 from ...features import Batch
 from ...rowcheck import Category
-from ...rule import Direction, RuleResult, Severity
+from ...rule import Coverage, Direction, RuleResult, Severity
 from ...sketches.state import Additive, PerSplit
 from ...wording import noun, plural
 from ..format._detail import DetailRowCheck, cut
@@ -32,6 +32,7 @@ CATEGORIES = (
 @dataclasses.dataclass
 class _Sampled(Additive):
     sampled: int = 0
+    eligible: int = 0  # rows the round trip applies to: with text, no special-token text
 
 
 def _special_strings(tok: Any, template: Any) -> list[str]:
@@ -129,14 +130,16 @@ class TokenizerRoundTrip(DetailRowCheck):
                     out["special_token_text"][i] = f"{hit.group(0)!r} at char {hit.start()}"
         limit = int(self.sample_rate * 2**64)
         h = xxhash.xxh3_64_intdigest
-        chosen = [
+        eligible = [
             i
             for i, text in enumerate(texts)
-            if text
-            and h(f"{seed}|{batch.split}|{batch.offset + i}".encode()) < limit
-            and not (specials and i in out["special_token_text"])
+            if text and not (specials and i in out["special_token_text"])
+        ]
+        chosen = [
+            i for i in eligible if h(f"{seed}|{batch.split}|{batch.offset + i}".encode()) < limit
         ]
         state["sampled"].at(batch.split).sampled += len(chosen)
+        state["sampled"].at(batch.split).eligible += len(eligible)
         if not chosen:
             return out
         tok = batch.resources.tokenizer_named(key).tokenizer
@@ -171,4 +174,13 @@ class TokenizerRoundTrip(DetailRowCheck):
         # the base's round_trip_rate divides by every row; the share of the sample replaces it
         result.metrics = [m for m in result.metrics if m.name != "round_trip_rate"]
         result.details["special_tokens"] = [cut(s, 40) for s in state["config"][2]]
+        sampled = sum(s.sampled for s in state["sampled"].values())
+        eligible = sum(s.eligible for s in state["sampled"].values())
+        result.coverage = Coverage(
+            sampled,
+            eligible,
+            f"decode(encode(text)) runs on a seeded sample_rate={self.sample_rate} of the rows "
+            "(set sample_rate: 1 to check every row); special-token text is checked on all",
+            "rows with text",
+        )
         return result

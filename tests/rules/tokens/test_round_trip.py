@@ -77,3 +77,19 @@ def test_len001_measures_chats_through_the_template_and_names_it(tokenizers):
     )
     res = _result(report, "LEN001")
     assert "tokenizer_config.json (chat_template)" in str(res)
+
+
+def test_the_round_trip_sample_is_partial_coverage_and_says_how_to_check_every_row(tokenizers):
+    rows = [{"text": f"Row number {i} with Words"} for i in range(200)]
+    sampled = audit(rows, select=["TOK003"], tokenizer=tokenizers[1])
+    cov = _result(sampled, "TOK003")["coverage"]
+    assert cov["in_scope"] == 200 and cov["examined"] == sampled.metric("TOK003", "sampled_rows")
+    assert 0 < cov["examined"] < 60 and not cov["complete"]
+    assert (
+        "sample_rate: 1" in cov["reason"]
+        and "TOK003" in sampled.data["summary"]["partial_coverage"]
+    )
+    full = audit(
+        rows, select=["TOK003"], tokenizer=tokenizers[1], rules={"TOK003": {"sample_rate": 1.0}}
+    )
+    assert _result(full, "TOK003")["coverage"]["complete"] is True
