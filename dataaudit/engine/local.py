@@ -10,6 +10,7 @@ import pyarrow as pa
 from ..context import AuditContext
 from ..identity import SplitIdentity
 from ..rule import RuleResult
+from . import keyed
 from .progress import Progress
 from .reportable import check_result
 from .state import RULE_FAILURES, RuleRun, ScanState, error_message
@@ -49,7 +50,7 @@ def scan(
             timings.identity += clock() - t0
             batch = ctx.batch(split, rb, offsets.get(split, 0))
             offsets[split] = offsets.get(split, 0) + rb.num_rows
-            for run in state.runs:
+            for index, run in enumerate(state.runs):
                 if not run.active:
                     continue
                 t0, f0 = clock(), batch.features_total
@@ -58,6 +59,10 @@ def scan(
                 except RULE_FAILURES as exc:
                     run.error = error_message(exc)
                     run.state = None
+                if state.spill is not None and run.active and keyed.is_keyed(run.rule):
+                    rows = keyed.emit(run, batch)
+                    if rows is not None:
+                        state.spill.add(index, keyed.partitions_of(run.rule), rows)
                 # features this rule asked for first are the features' time, not the rule's
                 run.charge("update", clock() - t0 - (batch.features_total - f0))
             timings.add_features(batch.feature_seconds)
@@ -107,7 +112,10 @@ def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> Sc
             t0 = time.perf_counter()
             ctx.results = {c: done[c] for c in getattr(run.rule, "after", ()) if c in done}
             try:
-                run.result = run.rule.finish(run.state, ctx)
+                if state.spill is not None and keyed.is_keyed(run.rule):
+                    run.result = _finish_keyed(state, run, ctx)
+                else:
+                    run.result = run.rule.finish(run.state, ctx)
             except RULE_FAILURES as exc:
                 run.error = error_message(exc)
             else:
@@ -121,4 +129,19 @@ def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> Sc
             bar.update(1)
     finally:
         bar.close()
+        if state.spill is not None:
+            state.spill.remove()
+            state.spill = None
     return state
+
+
+def _finish_keyed(state: ScanState, run: RuleRun, ctx: AuditContext) -> RuleResult:
+    """A keyed rule's partitions, one at a time, into edges; their components into its result."""
+    index = state.runs.index(run)
+    state.spill.close()
+    splits = list(ctx.splits)
+    edges = [
+        keyed.edges_of(run.rule, state.spill.table(index, p), splits)
+        for p in range(keyed.partitions_of(run.rule))
+    ]
+    return run.rule.finish_keyed(run.state, keyed.clusters_of(edges, splits), ctx)

@@ -64,9 +64,15 @@ def _init_worker(rules: list[tuple[bytes | None, Severity]], ctx: bytes) -> None
         _WORKER["rules"].append((rule, severity))
 
 
-def _fold_chunk(chunk: list[tuple[str, int, pa.RecordBatch]], active: list[bool]) -> ScanState:
+def _fold_chunk(
+    chunk: list[tuple[str, int, pa.RecordBatch]],
+    active: list[bool],
+    spill: str | None = None,
+) -> ScanState:
     """Fold a chunk into fresh states of the active rules; states travel back pickled, one by
-    one, so a state that cannot be pickled is an error of its rule, not of the chunk."""
+    one, so a state that cannot be pickled is an error of its rule, not of the chunk. Keyed
+    rules' rows go to ``spill``: a folder (the parent's on-disk partitions), or "memory" (kept
+    in ``state.spill`` for the caller: the Ray engine returns them to the object store)."""
     if "fatal" in _WORKER:
         raise RuntimeError(_WORKER["fatal"])
     ctx: AuditContext = _WORKER["ctx"]
@@ -80,8 +86,15 @@ def _fold_chunk(chunk: list[tuple[str, int, pa.RecordBatch]], active: list[bool]
             start_run(run, ctx)
         runs.append(run)
     state = ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
+    if spill is not None:
+        from .keyed import DiskSpill, MemorySpill
+
+        state.spill = MemorySpill() if spill == "memory" else DiskSpill(spill)
     for split, offset, rb in chunk:
         scan(state, [(split, rb)], ctx, offsets={split: offset})
+    if spill is not None and spill != "memory":
+        state.spill.close()
+        state.spill = None
     for run in state.runs:
         if run.active:
             try:
@@ -299,6 +312,7 @@ def scan_parallel(
 
     if chunk_rows is None:
         chunk_rows = default_chunk_rows(total_rows, workers)
+    spill = str(state.spill.root) if state.spill is not None else None
 
     def chunks() -> Iterator[list[tuple[str, int, pa.RecordBatch]]]:
         return cut_chunks(batches, chunk_rows, offsets, state.timings)
@@ -325,7 +339,7 @@ def scan_parallel(
                 for chunk in chunks():
                     active = [run.active for run in state.runs]
                     unsent = [chunk]
-                    pending.append((pool.submit(_fold_chunk, chunk, active), chunk))
+                    pending.append((pool.submit(_fold_chunk, chunk, active, spill), chunk))
                     unsent = []
                     while len(pending) >= 2 * workers:
                         absorb_oldest()

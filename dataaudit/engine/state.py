@@ -64,6 +64,8 @@ class ScanState:
     stopped: str | None = None
     #: seconds outside the rules: reading batches, hashing splits' content, each feature
     timings: Timings = field(default_factory=lambda: Timings())
+    #: where keyed rules' rows go (engine.keyed): on disk locally, per fold task on Ray
+    spill: Any = None
 
 
 @dataclass
@@ -121,4 +123,9 @@ def start(rules: list[tuple[Rule, Severity]], ctx: AuditContext) -> ScanState:
         run = RuleRun(rule, severity)
         start_run(run, ctx)
         runs.append(run)
-    return ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
+    state = ScanState(runs, {name: SplitIdentity() for name in ctx.splits})
+    if any(run.active and getattr(run.rule, "keyed", False) is True for run in runs):
+        from .keyed import DiskSpill
+
+        state.spill = DiskSpill()
+    return state

@@ -1,0 +1,73 @@
+"""The keyed stage (engine/keyed.py): rows emit keys, partitions meet on disk (local) or in the
+object store (Ray), edges and their connected components reach the rule's finish_keyed. A test
+rule (exact duplicates by key) checks it against a direct grouping of the fixture's texts, and
+the same report from one process and worker processes (Ray: tests/engine/test_ray.py)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import pytest
+
+from dataaudit import audit
+from dataaudit.engine import keyed as keyed_engine
+from dataaudit.engine import parallel as parallel_engine
+from tests.engine._keyed_rules import KeyedExact, normalized
+from tests.engine.test_workers_invariance import _rows, _timeless
+
+
+def _expected(fixtures_dir) -> list[list[tuple[str, int]]]:
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for split in ("train", "validation", "test"):
+        for i, row in enumerate(_rows(fixtures_dir / "classification" / f"{split}.jsonl")):
+            text = row.get("text")
+            if isinstance(text, str) and text.strip():
+                groups.setdefault(normalized(text), []).append((split, i))
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _clusters(report) -> list[list[tuple[str, int]]]:
+    flags = report.flags().filter(report.flags()["code"] == "KEY001")
+    out: dict[str, list[tuple[str, int]]] = {}
+    for row in flags.iter_rows(named=True):
+        out.setdefault(row["cluster"], []).append((row["split"], row["row"]))
+    return list(out.values())
+
+
+def _run(data, **options):
+    report = audit(data, select=["KEY001"], extra_rules=[KeyedExact], batch_size=64, **options)
+    body = _timeless(report.to_dict())
+    for key in ("workers", "batch_size"):
+        body["config"].pop(key)
+    body.pop("engine")
+    return report, json.dumps(body, indent=1)
+
+
+def test_keyed_clusters_are_the_exact_groups(fixtures_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the partitions spill
+    report, _ = _run(fixtures_dir / "classification")
+    expected = _expected(fixtures_dir)
+    assert len(expected) >= 7  # the fixture's planted exact duplicates, across splits too
+    assert sorted(map(sorted, _clusters(report))) == sorted(map(sorted, expected))
+    assert report.result("KEY001")["metrics"][1]["value"] == len(expected)
+    assert list(tmp_path.iterdir()) == []  # the on-disk partitions are gone
+
+
+def test_keyed_clusters_ignore_partitioning(fixtures_dir):
+    # rows met in one partition per key; the order of edges never matters
+    assert keyed_engine.clusters_of([None], ["train"]) == []
+    four, _ = _run(fixtures_dir / "classification")
+    one, _ = _run(fixtures_dir / "classification", rules={"KEY001": {"partitions": 1}})
+    for key in ("findings", "metrics", "status"):
+        assert one.result("KEY001")[key] == four.result("KEY001")[key]
+    assert one.flags().equals(four.flags())
+
+
+@pytest.mark.slow
+def test_keyed_stage_in_worker_processes(fixtures_dir, monkeypatch):
+    monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
+    monkeypatch.setattr(parallel_engine, "MAX_CHUNK_ROWS", 100)
+    _, serial = _run(fixtures_dir / "classification")
+    _, workers = _run(fixtures_dir / "classification", workers=2)
+    assert workers == serial
