@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError, InputError
 from ..identity import SplitIdentity
-from . import parallel
+from . import keyed, parallel
 from .progress import Progress
 from .reportable import check_result
 from .state import RULE_FAILURES, RuleRun, ScanState, error_message
@@ -133,12 +133,34 @@ def _fold(
     active: list[bool],
     spans: list[tuple[str, int]] | None,
     batch_size: int,
+    shuffle: list[tuple[int, int]],
     *blocks: Any,
-) -> ScanState:
-    """Fold one chunk into fresh rule states (pickled one by one, as the local engine's)."""
+) -> Any:
+    """Fold one chunk into fresh rule states (pickled one by one, as the local engine's).
+    With keyed rules (``shuffle``: their index and partitions), their rows of this chunk come
+    back too, one return value per rule and partition: the shuffle's map side."""
     _load(key, rules, ctx_blob)
     chunk = blocks[0] if spans is None else _blocks_chunk(spans, blocks, batch_size)
-    return parallel._fold_chunk(chunk, active)
+    part = parallel._fold_chunk(chunk, active, "memory" if shuffle else None)
+    if not shuffle:
+        return part
+    spill, part.spill = part.spill, None
+    return (part, *[spill.table(i, p) for i, parts in shuffle for p in range(parts)])
+
+
+def _edges(
+    rules: list, ctx_blob: bytes, key: str, index: int, splits: list[str], *pieces: Any
+) -> tuple[Any, str | None]:
+    """One partition of a keyed rule (its pieces from every fold task) into verified edges:
+    the shuffle's reduce side, on the worker that holds the pieces."""
+    _load(key, rules, ctx_blob)
+    rule = parallel._WORKER["rules"][index][0]
+    tables = [t for t in pieces if t is not None]
+    try:
+        part = pa.concat_tables(tables) if tables else None
+        return keyed.edges_of(rule, part, splits), None
+    except RULE_FAILURES as exc:
+        return None, error_message(exc)
 
 
 def _live(part: ScanState) -> ScanState:
@@ -189,6 +211,7 @@ def _finish_rule(
     root: ScanState,
     index: int,
     after: dict[str, Any],
+    *edges: tuple[Any, str | None],
 ) -> RuleRun:
     """One rule's finish on the root state, where the state is; its result travels back.
     ``after``: the results of the rules it finishes after (``Rule.after``), as ``ctx.results``."""
@@ -206,12 +229,20 @@ def _finish_rule(
         run.error = f"the rule's state cannot be loaded: {error_message(exc)}"
     else:
         ctx.results = after
+        failed = next((error for _, error in edges if error is not None), None)
         try:
-            run.result = rule.finish(state, ctx)
+            if failed is not None:
+                run.error = failed
+            elif keyed.is_keyed(rule):
+                clusters = keyed.clusters_of([t for t, _ in edges], list(ctx.splits))
+                run.result = rule.finish_keyed(state, clusters, ctx)
+            else:
+                run.result = rule.finish(state, ctx)
         except RULE_FAILURES as exc:
             run.error = error_message(exc)
         else:
-            check_result(run)
+            if run.error is None:
+                check_result(run)
     run.charge("finish", time.perf_counter() - t0)
     run.rule = None  # type: ignore[assignment]
     return run
@@ -224,6 +255,7 @@ class _Tasks:
     merge: Any
     summary: Any
     finish: Any
+    edges: Any
 
 
 def _tasks(ray: Any) -> _Tasks:
@@ -233,6 +265,7 @@ def _tasks(ray: Any) -> _Tasks:
         ray.remote(**opts)(_merge),
         ray.remote(**opts)(_summary),
         ray.remote(**opts)(_finish_rule),
+        ray.remote(**opts)(_edges),
     )
 
 
@@ -270,6 +303,8 @@ class RayScan:
     key: str
     root: Any = None
     engine: dict[str, Any] = field(default_factory=dict)
+    #: keyed rules: (rule index, partition) -> the fold tasks' pieces of that partition
+    pieces: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
 
     def finish(self, state: ScanState, ctx: AuditContext, *, progress: bool = False) -> None:
         """Each active rule's finish in its own task (they run side by side on the cluster)."""
@@ -287,6 +322,18 @@ class RayScan:
             raise ConfigError(
                 f"engine='ray': the audit's context cannot be sent to the cluster ({exc})"
             ) from None
+        splits = list(ctx.splits)
+
+        def edges(i: int) -> list[Any]:
+            """A keyed rule's partitions, each reduced to edges where its pieces are."""
+            parts = sorted(p for j, p in self.pieces if j == i)
+            return [
+                self.tasks.edges.remote(
+                    self.rules_ref, self.ctx_ref, self.key, i, splits, *self.pieces[(i, p)]
+                )
+                for p in parts
+            ]
+
         # a rule finishes after the rules named in its ``after``, with their results
         needs = {
             i: {c for c in getattr(state.runs[i].rule, "after", ()) if c != state.runs[i].rule.code}
@@ -305,7 +352,7 @@ class RayScan:
                 waiting.remove(i)
                 after = {c: done[c] for c in needs[i] if c in done}
                 ref = self.tasks.finish.remote(
-                    self.rules_ref, self.ctx_ref, self.key, final, self.root, i, after
+                    self.rules_ref, self.ctx_ref, self.key, final, self.root, i, after, *edges(i)
                 )
                 pending[ref] = i
 
@@ -335,7 +382,7 @@ class RayScan:
                 submit_ready()
         finally:
             bar.close()
-        self.root = None  # the cluster frees the states
+        self.root, self.pieces = None, {}  # the cluster frees the states and partitions
 
 
 def _ray_error(exc: BaseException) -> str:
@@ -482,6 +529,9 @@ def scan_ray(
     predictions against them).
     """
     ray = connect(address)
+    if state.spill is not None:  # keyed rows shuffle through the object store, not this disk
+        state.spill.remove()
+        state.spill = None
     try:
         ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
@@ -501,11 +551,23 @@ def scan_ray(
     pending: dict[Any, int] = {}  # fold ref -> rows, for progress and backpressure
     bar = Progress(progress, total_rows, "folding on ray")
 
+    shuffle = [
+        (i, keyed.partitions_of(run.rule))
+        for i, run in enumerate(state.runs)
+        if run.active and keyed.is_keyed(run.rule)
+    ]
+    fold = tasks.fold.options(num_returns=1 + sum(n for _, n in shuffle))
+
     def submit(spans: list[tuple[str, int]] | None, blocks: list[Any], rows: int) -> None:
         active = [run.active for run in state.runs]
-        ref = tasks.fold.remote(
-            scan.rules_ref, scan.ctx_ref, key, active, spans, batch_size, *blocks
+        ref = fold.remote(
+            scan.rules_ref, scan.ctx_ref, key, active, spans, batch_size, shuffle, *blocks
         )
+        if shuffle:
+            ref, pieces = ref[0], iter(ref[1:])
+            for i, parts in shuffle:
+                for p in range(parts):
+                    scan.pieces.setdefault((i, p), []).append(next(pieces))
         pending[ref] = rows
         tree.push(ref)
         while len(pending) >= 2 * cpus:  # bounded work in flight: memory stays bounded
