@@ -13,6 +13,10 @@ reference=old)``, each split with the matching split of the reference:
    with train its own way, asks :func:`reference_matches` for the reference side), names each
    pair with :func:`pair_label` and, when it skips without a verdict, says why with
    :func:`close_comparisons`.
+4. It grades each comparison on the common scale of :func:`grade` (no finding within noise;
+   info beyond noise but below the warn effect; warn; error from the error effect, which fails
+   the default gate) with documented, overridable thresholds, and records the band as
+   ``details.comparisons[...]["severity"]``.
 
 This module depends only on the rule contract and the context: never on the scan that builds
 the sketches.
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..rule import Rule
+from ..rule import Rule, Severity
 
 if TYPE_CHECKING:
     from ..context import AuditContext
@@ -33,6 +37,8 @@ __all__ = [
     "close_comparisons",
     "compares_versions",
     "comparison_plan",
+    "band_severity",
+    "grade",
     "pair_label",
     "reference_matches",
     "reference_sketch",
@@ -135,6 +141,25 @@ def close_comparisons(result: Any, notes: list[str], judged: int) -> None:
             "nothing to compare: needs a train split and a validation/test split, or a "
             "reference (reference=)"
         )
+
+
+def grade(significant: bool, warn: bool, error: bool) -> str | None:
+    """The band of a drift by its effect size, the drift rules' common scale: None (no finding)
+    when the difference is within sampling noise (``significant`` false); ``"info"`` when it is
+    beyond noise but its effect is below the warn threshold (real, and small); ``"warn"`` when
+    the effect reaches the warn threshold; ``"error"`` when it reaches the error threshold (a
+    drift that fails the default gate, ``fail_on: error``)."""
+    if not significant:
+        return None
+    if error:
+        return "error"
+    return "warn" if warn else "info"
+
+
+def band_severity(band: str) -> Severity | None:
+    """A band's finding severity: the warn band is the rule's configured severity (None), so
+    ``severity:`` in a pack still re-grades it; info and error are fixed."""
+    return None if band == "warn" else Severity(band)
 
 
 def rounded(v: Any) -> Any:

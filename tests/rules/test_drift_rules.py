@@ -39,14 +39,15 @@ def test_reference_dataset_and_saved_report(tmp_path):
     for code in codes:
         assert unchanged.status(code) == "pass", code
     changed = audit(new, select=codes, reference=old)
+    # another vocabulary, lengths and source: gross shifts, errors that fail the default gate
     for code in codes:
-        assert changed.status(code) == "warn", code
+        assert changed.status(code) == ("warn" if code == "SHIFT001" else "fail"), code
         assert any("reference" in f["message"] for f in _findings(changed, code))
     # a saved report carries the sketches of LEN003, TOK001 and MIX001; SHIFT001 needs rows
     path = tmp_path / "old.json"
     base.to_json(path)
     from_report = audit(new, select=codes, reference=str(path))
     for code in ("LEN003", "TOK001", "MIX001"):
-        assert from_report.status(code) == "warn", code
+        assert from_report.status(code) == "fail", code
     assert from_report.status("SHIFT001") == "skipped"
     assert "reference dataset" in from_report.result("SHIFT001")["message"]

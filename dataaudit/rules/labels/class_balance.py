@@ -15,7 +15,15 @@ from ...rule import Direction, Finding, Flag, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...sketches.state import Additive, Examples, PerSplit
 from ...stats import chi2_contingency, js_divergence
-from .._drift import DriftRule, pair_label, reference_matches, reference_sketch, unmatched_note
+from .._drift import (
+    DriftRule,
+    band_severity,
+    grade,
+    pair_label,
+    reference_matches,
+    reference_sketch,
+    unmatched_note,
+)
 from .._ids import ids_at
 from .._origin import check_origin, state_origin
 from . import _conflicts, _probe, _sample
@@ -59,6 +67,22 @@ def _keyed(counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def _classes(n: int) -> str:
+    return f"{n:,} class" if n == 1 else f"{n:,} classes"
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" if n == 1 else f"{n:,} rows"
+
+
+def _are(n: int) -> str:
+    return "is" if n == 1 else "are"
+
+
+def _have(n: int) -> str:
+    return "has" if n == 1 else "have"
+
+
 def _share_shifts(classes, base_shares, shares) -> list[tuple[Any, float]]:
     """(class, share change), largest change first: the evidence of a label drift."""
     return sorted(
@@ -81,7 +105,9 @@ class ClassBalance(DriftRule):
         learn it - rows with a null label (flagged with the action ``review``: label or drop
         them), a label column that mixes types, and label drift of
         each validation/test split against train with effect sizes (Jensen-Shannon divergence
-        and Cramér's V of the split x class table) next to the chi-squared p-value.
+        and Cramér's V of the split x class table) next to the chi-squared p-value, graded by
+        Cramér's V: info when significant (p < 0.001) but below ``max_cramers_v`` (0.1), warn
+        from it (p < 0.01), error from ``error_cramers_v`` (0.5), which fails the default gate.
         Its ``details.classes`` is the per-class table that answers "which classes fail?" in one
         place: rows and share per split, conflict rate (rows in an exact same-input/different-
         label group, as LBL001), estimated label noise and worst confusions (from the LBL002
@@ -119,7 +145,11 @@ class ClassBalance(DriftRule):
         min_class_rows: classes with fewer train rows are noted as rare (default 5).
         min_expected_rows: a train class missing from an eval split is a warning when the split
             would be expected to hold at least this many of it, a note otherwise (default 5).
-        max_cramers_v: label drift warns at this effect size, when also p < 0.01 (default 0.1).
+        max_cramers_v: label drift warns at this effect size, when also p < 0.01 (default 0.1;
+            a significant drift below it is noted, severity info).
+        error_cramers_v: label drift is an error from this effect size (default 0.5, Cohen's
+            "large" for a two-row table: e.g. train 80/20 and test 20/80 over two classes;
+            1.0: only disjoint class sets err).
         max_classes: more distinct values than this looks like free text or ids, not classes
             (warned; the table and the reference sketch list the largest classes only;
             default 1000).
@@ -141,6 +171,7 @@ class ClassBalance(DriftRule):
         max_cramers_v: float = 0.1,
         max_classes: int = 1000,
         probe: bool = True,
+        error_cramers_v: float = 0.5,
     ):
         self.max_imbalance = max_imbalance
         self.min_class_rows = min_class_rows
@@ -148,12 +179,17 @@ class ClassBalance(DriftRule):
         self.max_cramers_v = max_cramers_v
         self.max_classes = max_classes
         self.probe = probe
+        self.error_cramers_v = error_cramers_v
 
     def check_options(self) -> None:
         if float(self.max_imbalance) < 1:
             raise ValueError(f"max_imbalance={self.max_imbalance} must be >= 1")
         if not 0 < float(self.max_cramers_v) <= 1:
             raise ValueError(f"max_cramers_v={self.max_cramers_v} must be in (0, 1]")
+        if not float(self.max_cramers_v) <= float(self.error_cramers_v) <= 1:
+            raise ValueError(
+                f"error_cramers_v={self.error_cramers_v} must be in [max_cramers_v, 1]"
+            )
         if int(self.max_classes) < 1:
             raise ValueError(f"max_classes={self.max_classes} must be >= 1")
 
@@ -225,6 +261,7 @@ class ClassBalance(DriftRule):
             thresholds={
                 "max_imbalance": self.max_imbalance,
                 "max_cramers_v": self.max_cramers_v,
+                "error_cramers_v": self.error_cramers_v,
                 "min_class_rows": self.min_class_rows,
             }
         )
@@ -361,7 +398,8 @@ class ClassBalance(DriftRule):
         gone = sorted(c for c in rc if rc[c] and c not in cur)
         js = js_divergence(p, q)
         chi2, dof, pval, v = chi2_contingency(np.vstack([p, q]))
-        drift = bool(v >= float(self.max_cramers_v) and pval < 0.01)
+        band = self._drift_band(v, pval)
+        drift = band in ("warn", "error")
         result.metric("label_js_divergence_vs_reference", js, Direction.LOWER, split=split)
         result.metric("label_cramers_v_vs_reference", v, Direction.LOWER, split=split)
         result.metric("label_chi2_pvalue_vs_reference", pval, Direction.NONE, split=split)
@@ -376,21 +414,24 @@ class ClassBalance(DriftRule):
             "dof": dof,
             "p_value": float(f"{pval:.6g}"),
             "drift": drift,
+            "severity": band,
             "reference_rows": r_total,
             "rows": c_total,
             "reference_bucketed": bucketed,
             "new_classes": appeared[:1000],
             "gone_classes": gone[:1000],
         }
-        if drift:
+        if band is not None:
             shifts = _share_shifts(columns, ps, qs)
             desc = _describe_shifts(shifts)
             result.findings.append(
                 Finding(
-                    message=f"{split}: label distribution differs from reference {base} "
+                    message=f"{split}: label distribution differs "
+                    f"{'' if drift else 'slightly '}from reference {base} "
                     f"(Cramér's V {v:.2f}, JS divergence {js:.3f}, p={pval:.2g}); "
                     f"largest share changes: {desc}",
                     key=f"drift_vs_reference|{split}|{base}",
+                    severity=band_severity(band),
                     count=c_total,
                     split=split,
                     data={
@@ -406,8 +447,8 @@ class ClassBalance(DriftRule):
             worst = max(cur[c] / c_total * r_total for c in appeared)
             result.findings.append(
                 Finding(
-                    message=f"{split}: {len(appeared)} classes are new since reference {base}: "
-                    + ", ".join(f"{c!r} ({cur[c]:,} rows)" for c in appeared[:20]),
+                    message=f"{split}: {_classes(len(appeared))} {_are(len(appeared))} new since reference "
+                    f"{base}: " + ", ".join(f"{c!r} ({_rows(cur[c])})" for c in appeared[:20]),
                     key=f"new_vs_reference|{split}|{base}",
                     severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
                     count=len(appeared),
@@ -423,8 +464,9 @@ class ClassBalance(DriftRule):
             worst = max(rc[c] / r_total * c_total for c in gone)
             result.findings.append(
                 Finding(
-                    message=f"{split}: {len(gone)} classes of reference {base} have no rows "
-                    "any more: " + ", ".join(f"{c!r} (had {rc[c]:,})" for c in gone[:20]),
+                    message=f"{split}: {_classes(len(gone))} of reference {base} "
+                    f"{_have(len(gone))} no rows any more: "
+                    + ", ".join(f"{c!r} (had {rc[c]:,})" for c in gone[:20]),
                     key=f"gone_vs_reference|{split}|{base}",
                     severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
                     count=len(gone),
@@ -463,7 +505,7 @@ class ClassBalance(DriftRule):
                 result.findings.append(
                     Finding(
                         message=f"{name}: classes are imbalanced {ratio:.1f}:1 (largest "
-                        f"{big[0][0]!r} {big[0][1]:,} rows, smallest {big[-1][0]!r} "
+                        f"{big[0][0]!r} {_rows(big[0][1])}, smallest {big[-1][0]!r} "
                         f"{big[-1][1]:,}; max_imbalance={self.max_imbalance})",
                         key=f"imbalance|{name}",
                         count=len(counts),
@@ -479,7 +521,7 @@ class ClassBalance(DriftRule):
             )
             result.findings.append(
                 Finding(
-                    message=f"{name}: {nulls:,} of {sp.rows:,} rows have no label (null)",
+                    message=f"{name}: {nulls:,} of {sp.rows:,} rows {_have(nulls)} no label (null)",
                     key=f"null_label|{name}",
                     count=nulls,
                     split=name,
@@ -505,7 +547,7 @@ class ClassBalance(DriftRule):
             if rare and len(counts) > 1:
                 result.findings.append(
                     Finding(
-                        message=f"{name}: {len(rare)} classes have fewer than "
+                        message=f"{name}: {_classes(len(rare))} {_have(len(rare))} fewer than "
                         f"{self.min_class_rows} rows: {', '.join(map(repr, rare[:20]))}",
                         key=f"rare|{name}",
                         severity=Severity.INFO,
@@ -526,7 +568,7 @@ class ClassBalance(DriftRule):
             for cls in sorted(set(ev) - set(tr)):
                 result.findings.append(
                     Finding(
-                        message=f"{name}: class {cls!r} ({ev[cls]:,} rows) never appears in "
+                        message=f"{name}: class {cls!r} ({_rows(ev[cls])}) never appears in "
                         f"{train}; no model trained on {train} can predict it",
                         key=f"unseen|{name}|{cls}",
                         severity=Severity.ERROR,
@@ -541,7 +583,7 @@ class ClassBalance(DriftRule):
                 worst = max(expected.values())
                 result.findings.append(
                     Finding(
-                        message=f"{name}: {len(missing)} classes of {train} have no rows here, "
+                        message=f"{name}: {_classes(len(missing))} of {train} {_have(len(missing))} no rows here, "
                         f"so they are not evaluated: {', '.join(map(repr, missing[:20]))}",
                         key=f"missing|{name}",
                         severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
@@ -560,20 +602,35 @@ class ClassBalance(DriftRule):
             result.metric("label_js_divergence", js, Direction.LOWER, split=name)
             result.metric("label_cramers_v", v, Direction.LOWER, split=name)
             result.metric("label_chi2_pvalue", pval, Direction.NONE, split=name)
-            if v >= float(self.max_cramers_v) and pval < 0.01:
+            band = self._drift_band(v, pval)
+            if band is not None:
                 shifts = _share_shifts(classes, p / p.sum(), q / q.sum())
                 desc = _describe_shifts(shifts)
+                slightly = "" if band in ("warn", "error") else "slightly "
                 result.findings.append(
                     Finding(
-                        message=f"{name}: label distribution differs from {train} (Cramér's V "
-                        f"{v:.2f}, JS divergence {js:.3f}, p={pval:.2g}); "
+                        message=f"{name}: label distribution differs {slightly}from {train} "
+                        f"(Cramér's V {v:.2f}, JS divergence {js:.3f}, p={pval:.2g}); "
                         f"largest share changes: {desc}",
                         key=f"drift|{name}",
+                        severity=band_severity(band),
                         count=ev_total,
                         split=name,
                         data={"cramers_v": v, "js_divergence": js, "p_value": pval},
                     )
                 )
+
+    def _drift_band(self, v: float, pval: float) -> str | None:
+        """Label drift graded by Cramér's V: info when significant (p < 0.001) but below
+        ``max_cramers_v``; warn from it (p < 0.01); error from ``error_cramers_v``."""
+        if not (v == v and pval == pval):  # nan: nothing to compare
+            return None
+        big = v >= float(self.max_cramers_v)
+        return grade(
+            significant=pval < (0.01 if big else 0.001),
+            warn=big,
+            error=v >= float(self.error_cramers_v),
+        )
 
     def _table(self, state, ctx, splits, names, all_classes) -> list[dict[str, Any]]:
         # conflict rate per class (exact same-input groups, any split)

@@ -12,7 +12,15 @@ from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...sketches.state import PerSplit, merge_values
 from ...stats import ks_binned, psi, quantile_groups, wasserstein_binned
-from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
+from .._drift import (
+    DriftRule,
+    band_severity,
+    close_comparisons,
+    comparison_plan,
+    grade,
+    pair_label,
+    rounded,
+)
 from .._origin import check_origin, state_origin
 
 
@@ -27,12 +35,21 @@ class LengthDrift(DriftRule):
         the Wasserstein-1 distance divided by the base split's mean length (how far lengths
         moved, relative to their size) and the PSI on the base split's length deciles.
 
-        Verdict: drift when at least one effect size reaches its threshold (``ks >= 0.1``,
-        ``wasserstein >= 0.1``, ``psi >= 0.2``) AND the KS test rejects "same distribution" at
-        ``alpha`` (default 0.001). The effect threshold keeps a 10M-row audit from flagging
-        irrelevant differences that a p-value alone would flag; the test keeps a 200-row split
-        from being flagged for sampling noise. A pair with a split smaller than ``min_rows`` gets
-        no verdict (reported; the rule is ``skipped`` when no pair could be judged).
+        Verdict, graded by effect size, only where the KS test rejects "same distribution" at
+        ``alpha`` (default 0.001; the test keeps a 200-row split from being flagged for sampling
+        noise, the effect thresholds keep a 10M-row audit from flagging irrelevant differences
+        that a p-value alone would flag):
+
+        - info: significant, but every effect is below its warn threshold;
+        - warn: at least one effect reaches its threshold (``ks >= 0.1``, ``wasserstein >= 0.1``,
+          ``psi >= 0.2``);
+        - error (fails the default gate): ``ks >= error_ks`` (0.3: the length CDFs are 30 points
+          apart somewhere, about the KS distance of two normals a large effect, Cohen's d 0.8,
+          apart), e.g. a length filter applied to one split only.
+
+        A pair with a split smaller than ``min_rows`` gets no verdict (reported; the rule is
+        ``skipped`` when no pair could be judged). ``details.sketch`` holds each split's length
+        histogram, which the HTML report draws per split.
 
     Why it matters:
         When validation rows are all shorter than training rows (a length filter applied to one
@@ -41,12 +58,14 @@ class LengthDrift(DriftRule):
 
     Example:
         A validation split built with a "<= 30 words" filter against an unfiltered train split:
-        D = 0.45, W = 0.6, PSI = 2.1, p < 1e-30 → drift.
+        D = 0.45, W = 0.6, PSI = 2.1, p < 1e-30 → an error (D >= error_ks).
 
     Options:
         ks: KS D threshold (default 0.1).
         wasserstein: threshold on W1 / mean base length (default 0.1).
         psi: PSI threshold (default 0.2; 0.1–0.25 is "moderate" by convention).
+        error_ks: KS D from which the drift is an error (default 0.3; 1.0: only
+            disjoint lengths err).
         alpha: significance level of the KS test gating the verdict (default 0.001).
         min_rows: pairs with a split of fewer non-null rows get no verdict (default 50).
     """
@@ -64,18 +83,22 @@ class LengthDrift(DriftRule):
         psi: float = 0.2,
         alpha: float = 0.001,
         min_rows: int = 50,
+        error_ks: float = 0.3,
     ):
         self.ks = ks
         self.wasserstein = wasserstein
         self.psi = psi
         self.alpha = alpha
         self.min_rows = min_rows
+        self.error_ks = error_ks
 
     def check_options(self) -> None:
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha={self.alpha} must be in (0, 1)")
         if min(self.ks, self.wasserstein, self.psi) <= 0:
             raise ValueError("ks, wasserstein and psi thresholds must be positive")
+        if not self.ks <= self.error_ks <= 1:
+            raise ValueError(f"error_ks={self.error_ks} must be in [ks, 1]")
         if self.min_rows < 2:
             raise ValueError(f"min_rows={self.min_rows} must be at least 2")
 
@@ -118,12 +141,14 @@ class LengthDrift(DriftRule):
         a = np.bincount(groups, weights=other.counts, minlength=n_groups)
         value = psi(e, a)
         effect = d >= self.ks or w_norm >= self.wasserstein or value >= self.psi
+        band = grade(significant=p < self.alpha, warn=effect, error=d >= self.error_ks)
         return {
             "ks": d,
             "ks_pvalue": p,
             "wasserstein": w_norm,
             "psi": value,
-            "drift": bool(effect and p < self.alpha),
+            "drift": band in ("warn", "error"),
+            "severity": band,
             "base_mean": base.mean,
             "mean": other.mean,
             "base_median": base.quantile(0.5),
@@ -139,6 +164,7 @@ class LengthDrift(DriftRule):
                 "psi": self.psi,
                 "alpha": self.alpha,
                 "min_rows": self.min_rows,
+                "error_ks": self.error_ks,
             },
             details={"unit": unit, "comparisons": {}},
         )
@@ -165,16 +191,19 @@ class LengthDrift(DriftRule):
             result.metric(f"ks{suffix}", c["ks"], Direction.LOWER, split=split)
             result.metric(f"wasserstein{suffix}", c["wasserstein"], Direction.LOWER, split=split)
             result.metric(f"psi{suffix}", c["psi"], Direction.LOWER, split=split)
-            if c["drift"]:
+            band = c["severity"]
+            if band is not None:
+                what = "drifted" if c["drift"] else "differ slightly (below every threshold)"
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{label}: token lengths drifted (KS D={c['ks']:.3f}, "
+                            f"{label}: token lengths {what} (KS D={c['ks']:.3f}, "
                             f"W={c['wasserstein']:.3f}×mean, PSI={c['psi']:.3f}; mean "
                             f"{c['base_mean']:.1f} → {c['mean']:.1f} {unit}, median "
                             f"{c['base_median']:.0f} → {c['median']:.0f})"
                         ),
                         key=f"{origin}|{base_name}|{split}",
+                        severity=band_severity(band),
                         split=split,
                         data={k: rounded(v) for k, v in c.items()} | {"unit": unit},
                     )

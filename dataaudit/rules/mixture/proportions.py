@@ -15,7 +15,7 @@ from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...sketches.state import PerSplit, merge_values
 from ...stats import chi2_contingency
-from .._drift import DriftRule, comparison_plan, pair_label
+from .._drift import DriftRule, band_severity, comparison_plan, grade, pair_label
 from .._origin import check_origin, state_origin
 
 NO_SOURCE = "(no source)"
@@ -29,11 +29,17 @@ class MixtureProportions(DriftRule):
         tokenizer), their shares, mean length, and the exact-duplicate rate inside the source
         (from the shared normalized-text hash; exact up to 16,384 distinct rows per source, a
         ~1% KMV estimate above). With a ``recipe`` it compares the shares of the checked splits
-        (train by default) with the declared ones: a share off by more than ``tolerance`` and a
-        recipe source missing from the data are errors, a source not in the recipe is a
-        warning. Between splits (eval vs train, and each split vs a reference) it tests whether
-        the source mix differs, by Cramér's V of the split × source row counts (an effect size),
-        gated by a chi² test at ``alpha``.
+        (train by default) with the declared ones, graded by the distance from the recipe: a
+        share off by more than ``tolerance`` is a warning, by more than ``error_tolerance``
+        (default twice the tolerance) an error; a recipe source missing from the data is an
+        error; a source not in the recipe is a warning (an error when it holds more than
+        ``error_tolerance`` of the data). The total variation distance from the recipe (half the
+        sum of the absolute share differences) is the metric ``recipe_distance``; the details
+        hold each split's shares beside the recipe (``recipe_shares``) for the report's chart.
+        Between splits (eval vs train, and each split vs a reference) it tests whether the
+        source mix differs, by Cramér's V of the split × source row counts (an effect size),
+        gated by a chi² test at ``alpha``: info below ``min_v``, warn from it, error from
+        ``error_v``.
 
     Why it matters:
         Mixture weights are among the strongest levers on what a model learns; a silently
@@ -42,15 +48,21 @@ class MixtureProportions(DriftRule):
 
     Example:
         ``recipe: {web: 0.6, code: 0.3, books: 0.1}`` with 0.75 of the tokens from web: MIX001
-        fails "train: web is 75.0% of tokens, recipe 60.0% (±5%)".
+        fails "train: web is 75.0% of tokens, recipe 60.0% (error beyond ±10.0%)"; at 63% it
+        would warn (beyond ±5.0%).
 
     Options:
         recipe: declared shares by source, summing to 1 (default none: shares are only reported).
-        tolerance: allowed absolute deviation of a share from the recipe (default 0.05).
+        tolerance: allowed absolute deviation of a share from the recipe; beyond it, a warning
+            (default 0.05).
+        error_tolerance: deviation beyond which it is an error (default none: twice
+            ``tolerance``).
         share: compare the recipe with shares of "tokens" (default) or "rows".
         splits: the splits checked against the recipe (default: the train split, or every split
             when there is none).
         min_v: Cramér's V between two splits' source mixes that counts as drift (default 0.1).
+        error_v: Cramér's V from which that drift is an error (default 0.5, Cohen's "large";
+            1.0: only disjoint source sets err).
         alpha: significance level of the chi² test gating the drift verdict (default 0.001).
     """
 
@@ -68,6 +80,8 @@ class MixtureProportions(DriftRule):
         splits: list[str] | None = None,
         min_v: float = 0.1,
         alpha: float = 0.001,
+        error_tolerance: float | None = None,
+        error_v: float = 0.5,
     ):
         self.recipe = recipe
         self.tolerance = tolerance
@@ -75,12 +89,21 @@ class MixtureProportions(DriftRule):
         self.splits = splits
         self.min_v = min_v
         self.alpha = alpha
+        self.error_tolerance = error_tolerance
+        self.error_v = error_v
+
+    def _error_tolerance(self) -> float:
+        return 2 * self.tolerance if self.error_tolerance is None else float(self.error_tolerance)
 
     def check_options(self) -> None:
         if self.share not in ("tokens", "rows"):
             raise ValueError(f"share={self.share!r} must be 'tokens' or 'rows'")
         if not 0 < self.tolerance < 1:
             raise ValueError(f"tolerance={self.tolerance} must be in (0, 1)")
+        if not self.tolerance <= self._error_tolerance() <= 1:
+            raise ValueError(f"error_tolerance={self.error_tolerance} must be in [tolerance, 1]")
+        if not self.min_v <= self.error_v <= 1:
+            raise ValueError(f"error_v={self.error_v} must be in [min_v, 1]")
         if self.recipe is not None:
             if not isinstance(self.recipe, dict) or not self.recipe:
                 raise ValueError("recipe must be a mapping of source -> share, e.g. {web: 0.6}")
@@ -200,8 +223,10 @@ class MixtureProportions(DriftRule):
             thresholds={
                 "recipe": self.recipe,
                 "tolerance": self.tolerance,
+                "error_tolerance": self._error_tolerance(),
                 "share": self.share,
                 "min_v": self.min_v,
+                "error_v": self.error_v,
                 "alpha": self.alpha,
             },
             details={"unit": unit, "splits": {}, "comparisons": {}},
@@ -228,17 +253,19 @@ class MixtureProportions(DriftRule):
                 ]
             )
             stat, dof, p, v = chi2_contingency(table)
-            drift = bool(v >= self.min_v and p < self.alpha)
+            band = grade(significant=p < self.alpha, warn=v >= self.min_v, error=v >= self.error_v)
+            drift = band in ("warn", "error")
             result.details["comparisons"][label] = {
                 "cramers_v": round(v, 6),
                 "chi2": round(stat, 6),
                 "dof": dof,
                 "pvalue": float(f"{p:.6g}"),
                 "drift": drift,
+                "severity": band,
             }
             suffix = "" if origin == "train" else "_vs_reference"
             result.metric(f"source_mix_v{suffix}", v, Direction.LOWER, split=split)
-            if drift:
+            if band is not None:
                 bs, os_ = table[0] / table[0].sum(), table[1] / table[1].sum()
                 shares = ", ".join(
                     f"{s} {a:.1%}→{b:.1%}"
@@ -246,8 +273,10 @@ class MixtureProportions(DriftRule):
                 )
                 result.findings.append(
                     Finding(
-                        message=f"{label}: source mix differs (Cramér's V {v:.3f}): {shares}",
+                        message=f"{label}: source mix differs{'' if drift else ' slightly'} "
+                        f"(Cramér's V {v:.3f}): {shares}",
                         key=f"drift|{origin}|{base_name}|{split}",
+                        severity=band_severity(band),
                         split=split,
                         data={
                             "cramers_v": round(v, 6),
@@ -280,11 +309,20 @@ class MixtureProportions(DriftRule):
             checked = [train] if train in tables else sorted(tables)
         col = "token_share" if self.share == "tokens" else "row_share"
         what = unit if self.share == "tokens" else "rows"
+        err = self._error_tolerance()
+        result.details["recipe_shares"] = {}
         for split in checked:
             table = tables[split]
-            for src in sorted(set(recipe) | set(table)):
+            sources = sorted(set(recipe) | set(table))
+            shares = {src: table.get(src, {}).get(col, 0.0) for src in sources}
+            distance = 0.5 * sum(abs(shares[src] - recipe.get(src, 0.0)) for src in sources)
+            result.metric("recipe_distance", round(distance, 6), Direction.LOWER, split=split)
+            result.details["recipe_shares"][split] = {
+                src: {"share": shares[src], "recipe": recipe.get(src)} for src in sources
+            }
+            for src in sources:
                 want = recipe.get(src)
-                got = table.get(src, {}).get(col, 0.0)
+                got = shares[src]
                 data = {"source": src, "share": got, "recipe": want, "unit": what}
                 if want is None:
                     result.findings.append(
@@ -292,7 +330,7 @@ class MixtureProportions(DriftRule):
                             message=f"{split}: source {src!r} is not in the recipe "
                             f"({got:.1%} of {what})",
                             key=f"recipe|unexpected|{split}|{src}",
-                            severity=Severity.WARN,
+                            severity=Severity.ERROR if got > err else Severity.WARN,
                             split=split,
                             count=table[src]["rows"],
                             data=data,
@@ -311,14 +349,16 @@ class MixtureProportions(DriftRule):
                             )
                         )
                 elif abs(got - want) > self.tolerance:
+                    error = abs(got - want) > err
+                    band = f"error beyond ±{err:.1%}" if error else f"beyond ±{self.tolerance:.1%}"
                     result.findings.append(
                         Finding(
                             message=(
                                 f"{split}: {src!r} is {got:.1%} of {what}, recipe {want:.1%} "
-                                f"(±{self.tolerance:.1%})"
+                                f"({band})"
                             ),
                             key=f"recipe|off|{split}|{src}",
-                            severity=Severity.ERROR,
+                            severity=Severity.ERROR if error else Severity.WARN,
                             split=split,
                             count=table[src]["rows"],
                             data=data,

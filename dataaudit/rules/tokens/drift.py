@@ -15,7 +15,15 @@ from ...sketches.hashing import splitmix64
 from ...sketches.histogram import CountVector
 from ...sketches.state import PerSplit, merge_values
 from ...stats import js_divergence, js_terms
-from .._drift import DriftRule, close_comparisons, comparison_plan, pair_label, rounded
+from .._drift import (
+    DriftRule,
+    band_severity,
+    close_comparisons,
+    comparison_plan,
+    grade,
+    pair_label,
+    rounded,
+)
 from .._origin import check_origin, state_origin
 
 
@@ -60,10 +68,18 @@ class TokenDrift(DriftRule):
         Verdict, size-aware: each split's rows are divided into two seeded random halves, and the
         JS divergence between the halves measures how much two samples of the same text differ
         (including the burstiness of tokens within documents). Scaled to the sizes compared, this
-        is the noise floor. Drift when the divergence exceeds the noise floor by at least
-        ``min_js`` bits AND is at least ``noise_ratio`` times the noise floor. Evidence: the
-        tokens contributing most to the divergence in each direction (a word bucket is shown as
-        the first word counted in it).
+        is the noise floor. Graded by the excess over it, only where the divergence is at least
+        ``noise_ratio`` times the noise floor (beyond sampling noise):
+
+        - info: beyond noise, but less than ``min_js`` bits above the floor (real, small);
+        - warn: at least ``min_js`` bits above the noise floor;
+        - error (fails the default gate): at least ``error_js`` bits above it (0.1: about what a
+          test split with a third of its rows from another domain, or with one boilerplate
+          sentence on every row, measures against train).
+
+        Evidence: the tokens contributing most to the divergence in each direction (a word
+        bucket is shown as the first word counted in it), in ``details.comparisons`` with their
+        shares on each side (the report's chart of top drifting tokens).
 
     Why it matters:
         An eval split from another domain (other sources, a boilerplate footer on every row, a
@@ -80,6 +96,8 @@ class TokenDrift(DriftRule):
         min_js: excess divergence over the noise floor, in bits, that counts as drift (default
             0.01).
         noise_ratio: the divergence must also be this many times the noise floor (default 3).
+        error_js: excess divergence over the noise floor, in bits, from which the drift is an
+            error (default 0.1; 1.0 never errs).
         min_count: tokens with a smaller expected count in the smaller split are pooled
             (default 5).
         min_rows: pairs with a split of fewer rows get no verdict (default 50).
@@ -99,16 +117,20 @@ class TokenDrift(DriftRule):
         min_count: int = 5,
         min_rows: int = 50,
         top_tokens: int = 10,
+        error_js: float = 0.1,
     ):
         self.min_js = min_js
         self.noise_ratio = noise_ratio
         self.min_count = min_count
         self.min_rows = min_rows
         self.top_tokens = top_tokens
+        self.error_js = error_js
 
     def check_options(self) -> None:
         if self.min_js <= 0 or self.noise_ratio < 1:
             raise ValueError("min_js must be positive and noise_ratio at least 1")
+        if not self.min_js <= self.error_js <= 1:
+            raise ValueError(f"error_js={self.error_js} must be in [min_js, 1]")
         if self.min_count < 1 or self.min_rows < 4 or self.top_tokens < 0:
             raise ValueError("min_count >= 1, min_rows >= 4, top_tokens >= 0")
 
@@ -209,14 +231,21 @@ class TokenDrift(DriftRule):
                 within = js_divergence(cut(halves[0]), cut(halves[1]))
                 floors.append(within * (1 / n_p + 1 / n_q) / (1 / a + 1 / b))
         floor = max(floors) if floors else float("nan")
+        excess = js - floor
+        band = grade(
+            significant=bool(excess > 0 and js >= self.noise_ratio * floor),
+            warn=excess >= self.min_js,
+            error=excess >= self.error_js,
+        )
         terms = js_terms(cut(p), cut(q))[:-1]
         pp, qq = p[cells] / max(n_p, 1), q[cells] / max(n_q, 1)
         return {
             "js": js,
             "noise": floor,
-            "excess": js - floor,
+            "excess": excess,
             "cells": int(cells.size),
-            "drift": bool(js - floor >= self.min_js and js >= self.noise_ratio * floor),
+            "drift": band in ("warn", "error"),
+            "severity": band,
             "tokens": n_p + n_q,
             "_terms": terms,
             "_ids": cells,
@@ -233,6 +262,7 @@ class TokenDrift(DriftRule):
                 "noise_ratio": self.noise_ratio,
                 "min_count": self.min_count,
                 "min_rows": self.min_rows,
+                "error_js": self.error_js,
             },
             details={"unit": unit, "comparisons": {}},
         )
@@ -287,19 +317,24 @@ class TokenDrift(DriftRule):
             public = {k: rounded(v) for k, v in c.items() if not k.startswith("_")}
             result.details["comparisons"][label] = {**public, **evidence}
             suffix = "" if origin == "train" else "_vs_reference"
-            result.metric(f"js{suffix}", public["js"], Direction.LOWER, split=split)
+            result.metric(
+                f"js{suffix}", public["js"], Direction.LOWER, split=split, noise=public["noise"]
+            )
             result.metric(f"js_noise{suffix}", public["noise"], Direction.NONE, split=split)
-            if c["drift"]:
+            band = c["severity"]
+            if band is not None:
                 over = ", ".join(repr(e["token"]) for e in evidence["over"][:5])
                 under = ", ".join(repr(e["token"]) for e in evidence["under"][:5])
                 result.findings.append(
                     Finding(
                         message=(
-                            f"{label}: {unit} distribution drifted (JS {c['js']:.4f} bits, noise "
-                            f"floor {c['noise']:.4f}); more frequent in {split}: {over}; less "
-                            f"frequent: {under}"
+                            f"{label}: {unit} distribution "
+                            f"{'drifted' if c['drift'] else 'differs slightly'} (JS "
+                            f"{c['js']:.4f} bits, noise floor {c['noise']:.4f}); more frequent "
+                            f"in {split}: {over or 'none'}; less frequent: {under or 'none'}"
                         ),
                         key=f"{origin}|{base_name}|{split}",
+                        severity=band_severity(band),
                         split=split,
                         data={**public, **evidence, "unit": unit},
                     )

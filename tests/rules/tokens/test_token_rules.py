@@ -20,8 +20,11 @@ def test_tok001_and_shift001_find_a_vocabulary_shift(bpe):
         "test": [{"text": t} for t in sentences(rng, 200, WORDS_A + WORDS_B)],
     }
     report = audit(data, select=["TOK001", "SHIFT001"], tokenizer=bpe)
-    assert report.status("TOK001") == "warn"
-    over = _findings(report, "TOK001")[0]["data"]["over"]
+    # half of the test split's words never occur in train: a gross shift fails the default gate
+    assert report.status("TOK001") == "fail"
+    (found,) = _findings(report, "TOK001")
+    assert found["severity"] == "error" and found["data"]["excess"] >= 0.1
+    over = found["data"]["over"]
     assert over and all(e["share"] > e["base_share"] for e in over)
     assert report.status("SHIFT001") == "warn"
     assert report.metric("SHIFT001", "auc", "test") > 0.9
