@@ -57,6 +57,8 @@ class AuditConfig:
     # how far a metric may move before `dataaudit diff` calls it a change: "CODE.METRIC" ->
     # an amount in the metric's units, or "N%" of its larger value (see report/diff.py)
     tolerances: dict[str, float | str] = field(default_factory=dict)
+    # a model's predictions for the EVAL rules: a file or a column name (arrays: audit() only)
+    predictions: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,10 +85,10 @@ class AuditConfig:
 
 
 _KEYS = {f.name for f in fields(AuditConfig)} | {"extends"}
-_HASH_IF_SET = ("require_rules", "require_roles", "baseline")
+_HASH_IF_SET = ("require_rules", "require_roles", "baseline", "predictions")
 _SELECTOR_LISTS = ("select", "extend_select", "ignore", "require_rules")
 _POSITIVE_INTS = ("batch_size", "max_examples", "example_chars", "workers")
-_OPTIONAL_STRINGS = ("split", "tokenizer", "reference", "pack", "baseline")
+_OPTIONAL_STRINGS = ("split", "tokenizer", "reference", "pack", "baseline", "predictions")
 
 
 def _show(value: Any) -> str:

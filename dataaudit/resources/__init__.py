@@ -3,7 +3,8 @@
 - ``tokenizer``: a :class:`TokenizerHandle` (the word fallback when none was given);
 - ``reference``: :class:`ReferenceSketches` of ``reference=`` (None without one), built between
   the scan and ``finish``;
-- ``benchmarks``: the ``contamination_ref`` files, read once (:class:`Benchmark`).
+- ``benchmarks``: the ``contamination_ref`` files, read once (:class:`Benchmark`);
+- ``predictions``: a model's :class:`Predictions` (None without them), for the EVAL rules.
 
 They are typed attributes, never private keys of a dict, and they pickle: the parallel engine
 sends them to each worker process once (as a Ray engine will), and a worker never reads a
@@ -19,10 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .contamination import Benchmark
+from .predictions import Predictions
 from .reference import ReferenceSketches
 from .tokenizer import WORDS_KEY, TokenizerHandle
 
-__all__ = ["Benchmark", "ReferenceSketches", "Resources", "TokenizerHandle", "resolve_resources"]
+__all__ = [
+    "Benchmark",
+    "Predictions",
+    "ReferenceSketches",
+    "Resources",
+    "TokenizerHandle",
+    "resolve_resources",
+]
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class Resources:
     tokenizer: TokenizerHandle = field(default_factory=TokenizerHandle.words)
     reference: ReferenceSketches | None = None
     benchmarks: tuple[Benchmark, ...] = ()
+    predictions: Predictions | None = None
 
     def tokenizer_named(self, key: str) -> TokenizerHandle:
         """The tokenizer a rule names by its key (states keep the key, not the tokenizer)."""
@@ -46,7 +56,10 @@ class Resources:
 
     def describe(self) -> dict[str, Any]:
         """Provenance for the report: the tokenizer (name, hash, vocabulary, chat template)."""
-        return {"tokenizer": self.tokenizer.describe()}
+        out: dict[str, Any] = {"tokenizer": self.tokenizer.describe()}
+        if self.predictions is not None:
+            out["predictions"] = self.predictions.describe()
+        return out
 
 
 def resolve_resources(

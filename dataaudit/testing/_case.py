@@ -50,6 +50,7 @@ class Case:
         tokenizer: Any = None,
         reference: Any = None,
         contamination_ref: Sequence[str | os.PathLike[str]] | str | None = None,
+        predictions: Any = None,
         seed: int = 0,
     ):
         self.cls = cls
@@ -59,6 +60,7 @@ class Case:
         if isinstance(contamination_ref, (str, os.PathLike)):
             contamination_ref = [contamination_ref]
         self.contamination_ref = [os.fspath(p) for p in contamination_ref or []]
+        self.predictions = predictions  # as audit(predictions=...) takes them
         self._loaded: tuple[Corpus, dict[str, pa.Table], Any] | None = None
         self._resources: Resources | None = None
         self._contexts: dict[tuple[int, bool], AuditContext] = {}
@@ -126,8 +128,14 @@ class Case:
         return dataclasses.replace(self._resources, tokenizer=TokenizerHandle.words())
 
     def _bare_context(self, corpus: Corpus, seed: int | None = None, tokenizer: bool = True):
+        resources = self.resources(tokenizer)
+        if self.predictions is not None:
+            from ..resources.predictions import resolve_predictions
+
+            joined = resolve_predictions(self.predictions, corpus)
+            resources = dataclasses.replace(resources, predictions=joined)
         return AuditContext.from_corpus(
-            corpus, seed=self.seed if seed is None else seed, resources=self.resources(tokenizer)
+            corpus, seed=self.seed if seed is None else seed, resources=resources
         )
 
     def context(self, *, seed: int | None = None, tokenizer: bool = True) -> AuditContext:
@@ -166,7 +174,8 @@ class Case:
         if reason is not None:
             raise ConformanceSkip(
                 f"the rule skips the data it was given ({reason}); pass check_rule the data, "
-                "options or resources (tokenizer=, reference=, contamination_ref=) it needs"
+                "options or resources (tokenizer=, reference=, contamination_ref=, predictions=) "
+                "it needs"
             )
         return rule, ctx
 

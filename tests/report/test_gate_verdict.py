@@ -138,12 +138,14 @@ def test_config_hash_is_unchanged_when_the_new_keys_are_unset():
     body = {
         k: v
         for k, v in AuditConfig().to_dict().items()
-        if k not in ("pack", "require_rules", "require_roles", "on_bad_lines", "baseline")
+        if k
+        not in ("pack", "require_rules", "require_roles", "on_bad_lines", "baseline", "predictions")
         and k != "tolerances"  # read by diffs only: never hashed
     }
     expected = xxhash.xxh3_64_hexdigest(json.dumps(body, sort_keys=True, default=str).encode())
     assert AuditConfig().hash() == expected
     assert AuditConfig(require_rules=["LBL"]).hash() != expected
+    assert AuditConfig(predictions="preds.csv").hash() != expected
     assert AuditConfig(baseline="accepted.json").hash() != expected
     assert AuditConfig(tolerances={"TOK001.js": 0.01}).hash() == expected
 
