@@ -124,3 +124,136 @@ def strip_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [strip_nulls(v) for v in value]
     return value
+
+
+#: keywords :func:`quick_valid` decides alone (annotations it ignores, checks it makes)
+_ANNOTATIONS = {"description", "title", "default", "examples", "$schema", "$id", "$comment"}
+_CHECKS = {"type", "properties", "required", "enum", "const", "items", "additionalProperties",
+           "minimum", "maximum", "minLength", "maxLength"}  # fmt: skip
+_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+}
+
+
+def quick_valid(schema: Any, value: Any) -> bool | None:
+    """Whether ``value`` fits ``schema``, for the small subset of JSON Schema that tool
+    parameters use (type, properties, required, enum, const, items, additionalProperties,
+    bounds); None when the schema uses anything else (ask jsonschema). Never True where
+    jsonschema would find a violation: the fast path before :func:`first_error`."""
+    if schema is True or schema == {}:
+        return True
+    if not isinstance(schema, dict):
+        return None
+    for key in schema:
+        if key not in _CHECKS and key not in _ANNOTATIONS:
+            return None
+    t = schema.get("type")
+    if t is not None:
+        types = t if isinstance(t, list) else [t]
+        checks = [_TYPES.get(x) for x in types]
+        if None in checks:
+            return None
+        if not any(c(value) for c in checks):
+            return False
+    if "enum" in schema and (not isinstance(schema["enum"], list) or value not in schema["enum"]):
+        return False if isinstance(schema["enum"], list) else None
+    if "const" in schema and value != schema["const"]:
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            return False
+    if isinstance(value, str):
+        lo, hi = schema.get("minLength"), schema.get("maxLength")
+        if (lo is not None and len(value) < lo) or (hi is not None and len(value) > hi):
+            return None  # jsonschema counts code points like len(); leave edge cases to it
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        required = schema.get("required") or []
+        if any(k not in value for k in required):
+            return False
+        extra = schema.get("additionalProperties", True)
+        for k, v in value.items():
+            sub = props.get(k)
+            if sub is None:
+                if extra is False:
+                    return False
+                if extra is True:
+                    continue
+                sub = extra
+            ok = quick_valid(sub, v)
+            if ok is not True:
+                return ok
+    if isinstance(value, list) and "items" in schema:
+        for v in value:
+            ok = quick_valid(schema["items"], v)
+            if ok is not True:
+                return ok
+    return True
+
+
+_CHECKERS: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, checker): kept alive
+
+
+def quick_checker(schema: Any) -> Any:
+    """:func:`quick_valid` compiled for one schema object (a function of the value), cached
+    by the schema's identity: rows that share a tools table share their checkers."""
+    hit = _CHECKERS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    checker = _compile_quick(schema)
+    if len(_CHECKERS) > 4096:
+        _CHECKERS.clear()
+    _CHECKERS[id(schema)] = (schema, checker)
+    return checker
+
+
+def _compile_quick(schema: Any) -> Any:
+    if schema is True or schema == {}:
+        return lambda v: True
+    if not isinstance(schema, dict) or any(
+        k not in _CHECKS and k not in _ANNOTATIONS for k in schema
+    ):
+        return lambda v: None
+    if set(schema) - _ANNOTATIONS - {"type", "properties", "required", "enum"}:
+        return lambda v: quick_valid(schema, v)  # rarer keywords: the interpreted check
+    t = schema.get("type")
+    types = None
+    if t is not None:
+        checks = [_TYPES.get(x) for x in (t if isinstance(t, list) else [t])]
+        if None in checks:
+            return lambda v: None
+        types = checks
+    enum = schema.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        return lambda v: None
+    props = {k: _compile_quick(v) for k, v in (schema.get("properties") or {}).items()}
+    required = list(schema.get("required") or [])
+
+    def check(v: Any) -> bool | None:
+        if types is not None and not any(c(v) for c in types):
+            return False
+        if enum is not None and v not in enum:
+            return False
+        if v.__class__ is dict:
+            for k in required:
+                if k not in v:
+                    return False
+            for k, x in v.items():
+                sub = props.get(k)
+                if sub is not None:
+                    ok = sub(x)
+                    if ok is not True:
+                        return ok
+        return True
+
+    return check

@@ -62,15 +62,23 @@ def text_of(content: Any) -> str | None:
 
 
 def tool_calls(msg: dict[str, Any], kind: str | None) -> list[dict[str, Any]] | None:
+    """The calls an assistant message makes (see :func:`calls_of`)."""
+    tc = msg.get("tool_calls")
+    fc = msg.get("function_call")
+    raw = tc if isinstance(tc, list) and tc else fc if isinstance(fc, dict) else None
+    return calls_of(role_of(msg), kind, content_of(msg), raw)
+
+
+def calls_of(role: Any, kind: str | None, content: Any, raw: Any) -> list[dict[str, Any]] | None:
     """The calls an assistant turn makes, as {"id", "name", "arguments"} (arguments as given:
-    a JSON string or an object); None when the turn calls nothing. OpenAI ``tool_calls`` and
-    ``function_call``, and ShareGPT's ``function_call`` turn (its value the call's JSON)."""
+    a JSON string or an object); None when the turn calls nothing. ``raw``: OpenAI
+    ``tool_calls`` (a list) or ``function_call`` (an object); a ShareGPT ``function_call``
+    turn's call is its content (the call's JSON)."""
     if kind != "assistant":
         return None
-    calls = msg.get("tool_calls")
-    if isinstance(calls, list) and calls:
+    if isinstance(raw, list) and raw:
         out = []
-        for call in calls:
+        for call in raw:
             fn = call.get("function") if isinstance(call, dict) else None
             fn = fn if isinstance(fn, dict) else (call if isinstance(call, dict) else {})
             out.append(
@@ -81,16 +89,14 @@ def tool_calls(msg: dict[str, Any], kind: str | None) -> list[dict[str, Any]] | 
                 }
             )
         return out
-    fc = msg.get("function_call")
-    if isinstance(fc, dict):
-        return [{"id": None, "name": fc.get("name"), "arguments": fc.get("arguments")}]
-    if role_of(msg) == "function_call":
-        value = content_of(msg)
+    if isinstance(raw, dict):
+        return [{"id": None, "name": raw.get("name"), "arguments": raw.get("arguments")}]
+    if role == "function_call":
         try:
-            call = json.loads(value) if isinstance(value, str) else value
+            call = json.loads(content) if isinstance(content, str) else content
         except ValueError:
             call = None
         if isinstance(call, dict):
             return [{"id": None, "name": call.get("name"), "arguments": call.get("arguments")}]
-        return [{"id": None, "name": None, "arguments": value, "unparsed": True}]
+        return [{"id": None, "name": None, "arguments": content, "unparsed": True}]
     return None

@@ -6,9 +6,10 @@ from typing import Any
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.chat import OK
 from ...rowcheck import Category
 from ...rule import Severity
-from ._chat import check_roles_option, content_of, role_of, role_table, text_of, tool_calls
+from ._chat import calls_of, check_roles_option, role_table, text_of
 from ._detail import DetailRowCheck, cut
 
 CATEGORIES = (
@@ -119,68 +120,76 @@ class ConversationStructure(DetailRowCheck):
     def check_rows(self, batch: Batch) -> dict[str, dict[int, str]]:
         out: dict[str, dict[int, str]] = {c.key: {} for c in self.active_categories(None)}
         table = role_table(self.roles)
-        raw = batch.role("messages")
-        raw_values = raw.to_pylist() if raw is not None else [None] * batch.num_rows
-        for i, messages in enumerate(batch.feature("messages")):
-            if raw_values[i] is None:
+        chat = batch.feature("chat_turns")
+        bounds = chat.offsets.tolist()
+        for i, status in enumerate(chat.status):
+            if status is None:
                 continue  # a null row: FMT001 reports it
-            for key, detail in self._problems(messages, raw_values[i], table):
-                out[key].setdefault(i, detail)
+            if status != OK:
+                out["unreadable"][i] = status
+                continue
+            found = self._problems(chat, bounds[i], bounds[i + 1], table)
+            if found:
+                for key, detail in found:
+                    out[key].setdefault(i, detail)
         return out
 
-    def _problems(self, messages: Any, raw: Any, table: dict[str, str]) -> list[tuple[str, str]]:
-        if not isinstance(messages, list):
-            if isinstance(raw, str):
-                what = "JSON text that does not parse as a list of messages"
-                if len(raw) > self.max_chars:
-                    return [("oversized", f"{len(raw):,} characters of JSON text")]
-            else:
-                what = f"a {type(raw).__name__}, not a list of messages"
-            return [("unreadable", what)]
-        if not messages:
-            return [("unreadable", "no messages")]
+    def _problems(self, chat: Any, a: int, b: int, table: dict[str, str]) -> list[tuple[str, str]]:
+        """The row's problems, in one pass over its turns ``a:b`` of the flat lists."""
+        roles, contents, raw_calls, call_ids = chat.roles, chat.contents, chat.calls, chat.call_ids
+        alternation, min_repeat = self.alternation, self.repeat_min_chars
         found: list[tuple[str, str]] = []
-        turns: list[tuple[str | None, str | None, dict[str, Any]]] = []  # (kind, text, msg)
         size = 0
-        for n, msg in enumerate(messages, 1):
-            if not isinstance(msg, dict):
-                return [("unreadable", f"turn {n} is a {type(msg).__name__}, not an object")]
-            role = role_of(msg)
-            if not isinstance(role, str) or not role:
-                return [("unreadable", f"turn {n} has no role")]
-            kind = table.get(role)
-            if kind is None:
-                found.append(("unknown_role", f"turn {n}: role {cut(role, 40)!r}"))
-            content = content_of(msg)
-            if isinstance(content, list):
-                found.append(("content_parts", f"turn {n}: content is a list of parts"))
-            elif content is None and tool_calls(msg, kind):
-                pass
-            elif not isinstance(content, str):
-                what = "missing or null" if content is None else type(content).__name__
-                found.append(("bad_content", f"turn {n} ({cut(role, 40)}): content is {what}"))
-            text = text_of(content)
-            size += len(text) if text else 0
-            turns.append((kind, text, msg))
-        if size > self.max_chars:
-            return [("oversized", f"{size:,} characters of content")]
-        found.extend(self._sequence(turns))
-        return found
-
-    def _sequence(self, turns: list[tuple[str | None, str | None, dict[str, Any]]]):
-        found: list[tuple[str, str]] = []
         pending: list[Any] = []  # ids of tool calls not answered yet (None: a call without id)
         seen: dict[str, int] = {}
         prev: str | None = None
         prev_calls = False
-        for n, (kind, text, msg) in enumerate(turns, 1):
-            calls = tool_calls(msg, kind)
-            if kind == "system" and n > 1:
-                found.append(("system_not_first", f"turn {n} is a system message"))
-            if kind == "assistant" and not calls and text is not None and not text.strip():
-                found.append(("empty_assistant", f"turn {n} is empty"))
-            if kind == "tool":
-                call_id = msg.get("tool_call_id")
+        kind: str | None = None
+        for n, t in enumerate(range(a, b), 1):
+            role, content, raw = roles[t], contents[t], raw_calls[t]
+            kind = table.get(role)
+            if kind is None:
+                found.append(("unknown_role", f"turn {n}: role {cut(role, 40)!r}"))
+            calls = (
+                calls_of(role, kind, content, raw)
+                if raw is not None or role == "function_call"
+                else None
+            )
+            if content.__class__ is str:
+                text = content
+            elif isinstance(content, list):
+                found.append(("content_parts", f"turn {n}: content is a list of parts"))
+                text = text_of(content)
+            else:
+                text = None
+                if not (content is None and calls):
+                    what = "missing or null" if content is None else type(content).__name__
+                    found.append(("bad_content", f"turn {n} ({cut(role, 40)}): content is {what}"))
+            if text:
+                size += len(text)
+            if kind == "system":
+                if n > 1:
+                    found.append(("system_not_first", f"turn {n} is a system message"))
+                continue
+            if kind == "assistant":
+                if not calls and text is not None and not text.strip():
+                    found.append(("empty_assistant", f"turn {n} is empty"))
+                if alternation:
+                    if prev is None:
+                        found.append(("not_alternating", f"turn {n}: the assistant speaks first"))
+                    elif prev == "assistant" and not prev_calls:
+                        found.append(
+                            ("not_alternating", f"turns {n - 1} and {n} are both assistant turns")
+                        )
+            elif kind == "user":
+                if alternation and prev == "user":
+                    found.append(("not_alternating", f"turns {n - 1} and {n} are both user turns"))
+                elif alternation and prev == "tool":
+                    found.append(
+                        ("not_alternating", f"turn {n} is a user turn right after a tool result")
+                    )
+            elif kind == "tool":
+                call_id = call_ids[t]
                 if call_id is not None and call_id in pending:
                     pending.remove(call_id)
                 elif call_id is None and pending:
@@ -192,31 +201,23 @@ class ConversationStructure(DetailRowCheck):
                     )
             if calls:
                 pending.extend(c["id"] for c in calls)
-            if self.alternation and kind in ("user", "assistant"):
-                problem = None
-                if kind == "user" and prev == "user":
-                    problem = f"turns {n - 1} and {n} are both user turns"
-                elif kind == "user" and prev == "tool":
-                    problem = f"turn {n} is a user turn right after a tool result"
-                elif kind == "assistant" and prev is None:
-                    problem = f"turn {n}: the assistant speaks first"
-                elif kind == "assistant" and prev == "assistant" and not prev_calls:
-                    problem = f"turns {n - 1} and {n} are both assistant turns"
-                if problem:
-                    found.append(("not_alternating", problem))
-            if kind not in (None, "system"):
+            if kind is not None:
                 prev, prev_calls = kind, bool(calls)
-            stripped = (text or "").strip()
-            if kind != "system" and len(stripped) >= self.repeat_min_chars:
-                if stripped in seen:
-                    found.append(
-                        ("repeated_turn", f"turn {n} repeats turn {seen[stripped]} verbatim")
-                    )
-                else:
-                    seen[stripped] = n
-        if self.final_assistant and turns and turns[-1][0] != "assistant":
-            last = role_of(turns[-1][2])
+            if text and len(text) >= min_repeat:
+                stripped = text.strip()
+                if len(stripped) >= min_repeat:
+                    first = seen.get(stripped)
+                    if first is not None:
+                        found.append(("repeated_turn", f"turn {n} repeats turn {first} verbatim"))
+                    else:
+                        seen[stripped] = n
+        if size > self.max_chars:
+            return [("oversized", f"{size:,} characters of content")]
+        if self.final_assistant and b > a and kind != "assistant":
             found.append(
-                ("no_final_assistant", f"the last turn ({cut(last, 40)}) is not the assistant's")
+                (
+                    "no_final_assistant",
+                    f"the last turn ({cut(roles[b - 1], 40)}) is not the assistant's",
+                )
             )
         return found

@@ -6,18 +6,22 @@ import json
 import re
 from typing import Any
 
+import pyarrow as pa
+
 from ...context import AuditContext
 from ...features import Batch
+from ...features.chat import OK
 from ...resources.schemas import (
     SchemaError,
     compiled,
     first_error,
     load_json_option,
+    quick_checker,
     tool_table,
 )
 from ...rowcheck import Category
 from ...rule import Severity
-from ._chat import DEFAULT_ROLES, content_of, role_of, role_table, tool_calls
+from ._chat import DEFAULT_ROLES, calls_of, role_table
 from ._detail import DetailRowCheck, cut
 
 #: a prompt that asks for JSON: "respond in JSON", "as valid JSON", "a JSON object", ...
@@ -161,50 +165,100 @@ class StructuredTargets(DetailRowCheck):
                 if value is not None:
                     self._target(out, i, field, value, validator)
         if batch.roles.messages and batch.has_column(batch.roles.messages):
-            row_tools = (
-                batch.column(self.tools_column).to_pylist()
-                if batch.has_column(self.tools_column)
-                else None
-            )
-            json_roles = set(self.json_roles or ())
-            table = role_table(DEFAULT_ROLES)
-            for i, messages in enumerate(batch.feature("messages")):
-                if isinstance(messages, list):
-                    declared = row_tools[i] if row_tools is not None else None
-                    self._chat(
-                        out, i, messages, declared, config_table, validator, json_roles, table
-                    )
+            self._chats(out, batch, config_table, validator)
         return out
 
-    def _chat(self, out, i, messages, declared, config_table, validator, json_roles, table):
-        tools: dict[str, Any] | None = None
-        tools_read = False
-        system_asks = prompt_asks = False
-        for n, msg in enumerate(messages, 1):
-            if not isinstance(msg, dict):
-                return  # FMT002 reports unreadable rows
-            role = role_of(msg)
-            kind = table.get(role) if isinstance(role, str) else None
-            content = content_of(msg)
-            if kind == "system" and isinstance(content, str):
-                system_asks = system_asks or bool(ASKS_FOR_JSON.search(content))
-            elif kind == "user" and isinstance(content, str):
-                prompt_asks = bool(ASKS_FOR_JSON.search(content))
-            calls = tool_calls(msg, kind)
-            if calls:
-                if not tools_read:
-                    tools_read = True
-                    tools = self._declared(out, i, declared, config_table)
-                for call in calls:
-                    self._call(out, i, n, call, tools)
-                continue
-            if not isinstance(content, str):
-                continue
-            wanted = role in json_roles or kind in json_roles
-            if not wanted and self.detect and kind == "assistant":
-                wanted = system_asks or prompt_asks
-            if wanted:
-                self._target(out, i, f"turn {n}", content, validator)
+    def _chats(self, out, batch: Batch, config_table, validator) -> None:
+        chat = batch.feature("chat_turns")
+        table = role_table(DEFAULT_ROLES)
+        json_roles = set(self.json_roles or ())
+        roles, contents, raw_calls = chat.roles, chat.contents, chat.calls
+        kinds = [table.get(r) for r in roles]
+        status = chat.status
+        offs = chat.offsets
+        call_turns = [
+            t
+            for t, (k, raw, r) in enumerate(zip(kinds, raw_calls, roles))
+            if k == "assistant" and (raw is not None or r == "function_call")
+        ]
+        calling = sorted(
+            {int(i) for i in offs.searchsorted(call_turns, side="right") - 1} if call_turns else ()
+        )
+        calling = [i for i in calling if status[i] == OK]
+        tools_col = None
+        if calling and batch.has_column(self.tools_column):
+            tools_col = batch.column(self.tools_column)
+            if isinstance(tools_col, pa.ChunkedArray):
+                tools_col = tools_col.combine_chunks()
+        #: (a row's tools as an Arrow scalar, its table or why it cannot be read): rows mostly
+        #: share their tools, and comparing Arrow scalars costs far less than converting them
+        seen_tools: list[tuple[Any, Any]] = []
+        # rows worth a walk: those calling tools, with declared JSON roles, or whose system or
+        # user turns mention JSON (ASKS_FOR_JSON needs the word; a substring test is cheap)
+        walk = set(calling)
+        if json_roles:
+            walk.update(i for i, st in enumerate(status) if st == OK)
+        elif self.detect:
+            hits = [
+                t
+                for t, (k, c) in enumerate(zip(kinds, contents))
+                if (k == "user" or k == "system")
+                and c.__class__ is str
+                and ("JSON" in c or "json" in c.lower())
+            ]
+            if hits:
+                found = chat.offsets.searchsorted(hits, side="right") - 1
+                walk.update(int(i) for i in found)
+        bounds = offs.tolist()
+        for i in sorted(walk):
+            if status[i] != OK:
+                continue  # FMT002 reports unreadable rows
+            tools: Any = None
+            tools_read = False
+            system_asks = prompt_asks = False
+            for n, t in enumerate(range(bounds[i], bounds[i + 1]), 1):
+                kind, content = kinds[t], contents[t]
+                if kind == "system" and isinstance(content, str):
+                    system_asks = system_asks or bool(ASKS_FOR_JSON.search(content))
+                elif kind == "user" and isinstance(content, str):
+                    prompt_asks = bool(ASKS_FOR_JSON.search(content))
+                raw = raw_calls[t]
+                calls = (
+                    calls_of(roles[t], kind, content, raw)
+                    if raw is not None or roles[t] == "function_call"
+                    else None
+                )
+                if calls:
+                    if not tools_read:
+                        tools_read = True
+                        tools = self._tools_for(out, i, tools_col, config_table, seen_tools)
+                    for call in calls:
+                        self._call(out, i, n, call, tools)
+                    continue
+                if not isinstance(content, str):
+                    continue
+                wanted = roles[t] in json_roles or kind in json_roles
+                if not wanted and self.detect and kind == "assistant":
+                    wanted = system_asks or prompt_asks
+                if wanted:
+                    self._target(out, i, f"turn {n}", content, validator)
+
+    def _tools_for(self, out, i, tools_col, config_table, seen_tools) -> Any:
+        if tools_col is None:
+            return config_table
+        scalar = tools_col[i]
+        if not scalar.is_valid:
+            return config_table
+        for known, table in seen_tools:
+            if known.equals(scalar):
+                if isinstance(table, str):
+                    out["bad_tools"].setdefault(i, table)
+                    return config_table
+                return table
+        table = self._declared(out, i, scalar.as_py(), config_table)
+        if len(seen_tools) < 64:
+            seen_tools.append((scalar, out["bad_tools"].get(i, table)))
+        return table
 
     def _declared(self, out, i, declared, config_table) -> dict[str, Any] | None:
         if declared is None or declared == [] or declared == "":
@@ -228,7 +282,7 @@ class StructuredTargets(DetailRowCheck):
         except RecursionError:
             out["json_parse_error"].setdefault(i, f"{where}: nested too deeply to parse")
             return
-        if validator is not None:
+        if validator is not None and quick_checker(validator.schema)(value) is not True:
             error = first_error(validator, value)
             if error is not None:
                 out["schema_violation"].setdefault(i, f"{where}: {error[1]}")
@@ -254,8 +308,11 @@ class StructuredTargets(DetailRowCheck):
                     i, f"turn {n}: {name}: {_parse_detail(exc)}"
                 )
                 return
+        params = tools[name]
+        if quick_checker(params)(args) is True:
+            return
         try:
-            validator = compiled(tools[name])
+            validator = compiled(params)
         except SchemaError as exc:
             out["bad_tools"].setdefault(i, f"the parameters of {cut(name, 60)!r} are {exc}")
             return

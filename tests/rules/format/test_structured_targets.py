@@ -107,3 +107,46 @@ def test_a_missing_file_is_a_config_error():
             select=["FMT003"],
             rules={"FMT003": {"schema": "/nonexistent/s.json"}},
         )
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        (WEATHER["function"]["parameters"], {"city": "Oslo"}),
+        (WEATHER["function"]["parameters"], {"city": 5}),
+        (WEATHER["function"]["parameters"], {}),
+        (WEATHER["function"]["parameters"], ["Oslo"]),
+        ({"type": "integer"}, 3.0),
+        ({"type": "integer"}, True),
+        ({"type": "number", "minimum": 1}, 0),
+        ({"enum": ["a", "b"]}, "c"),
+        ({"type": "object", "additionalProperties": False, "properties": {"a": {}}}, {"b": 1}),
+        ({"type": "array", "items": {"type": "string"}}, ["a", 1]),
+        ({"type": "string", "pattern": "^a"}, "b"),  # not in the subset: jsonschema decides
+    ],
+)
+def test_the_fast_schema_check_agrees_with_jsonschema(schema, value):
+    import jsonschema
+
+    from dataaudit.resources.schemas import quick_checker, quick_valid
+
+    valid = jsonschema.Draft202012Validator(schema).is_valid(value)
+    for fast in (quick_valid(schema, value), quick_checker(schema)(value)):
+        assert fast in (valid, None)
+
+
+def test_chats_stored_as_json_text_give_the_same_findings_as_structs():
+    rows = [
+        {"tools": [WEATHER], "messages": [{"role": "user", "content": "Oslo?"}, _call("get_wether", '{"city": "Oslo"}')]},
+        {"tools": [WEATHER], "messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hello?"}]},
+        {"tools": [WEATHER], "messages": [{"role": "user", "content": "Reply in JSON."}, {"role": "assistant", "content": "{"}]},
+    ]  # fmt: skip
+    as_text = [
+        {"tools": json.dumps(r["tools"]), "messages": json.dumps(r["messages"])} for r in rows
+    ]
+
+    def flags(data):
+        report = audit(data, select=["FMT002", "FMT003"], messages="messages")
+        return sorted(report.flags().select("code", "row", "detail").rows())
+
+    assert flags(rows) == flags(as_text) and len(flags(rows)) == 4
