@@ -19,7 +19,8 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.6: each result's "coverage" (rows examined of the rows in scope) and summary.partial_coverage;
 # 1.7: the optional "signals" section (a training log read against the data: dataaudit.signals);
 # 1.8: the "engine" that ran the audit (local or ray, its version, the cluster's nodes and CPUs)
-SCHEMA_VERSION = "1.8"
+# 1.9: resources.predictions (a model's predictions the EVAL rules read: kind, source, key, rows)
+SCHEMA_VERSION = "1.9"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -239,7 +240,10 @@ def report_schema() -> dict[str, Any]:
                     }
                 ),
                 "results": {"type": "array", "items": result},
-                "resources": _obj({"tokenizer": _tokenizer_schema()}),
+                "resources": _obj(
+                    {"tokenizer": _tokenizer_schema(), "predictions": _predictions_schema()},
+                    optional=("predictions",),
+                ),
                 "plugin_errors": {"type": "array", "items": {"type": "string"}},
                 "seconds": {"type": "number", "minimum": 0},
                 "timings": _timings_schema(),
@@ -249,6 +253,25 @@ def report_schema() -> dict[str, Any]:
             },
             optional=("signals",),
         ),
+    }
+
+
+def _predictions_schema() -> dict[str, Any]:
+    """The predictions the EVAL rules read (``predictions=``): what and where from, not the
+    values (their digest tells two runs apart)."""
+    return {
+        **_obj(
+            {
+                "kind": {"enum": ["labels", "probabilities", "correct"]},
+                "source": {"type": "string"},
+                "key": {"enum": ["row", "id", "column"]},
+                "rows": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "classes": {"type": "array", "items": {"type": "string"}},
+                "digest": {"type": "string"},
+            },
+            optional=("rows", "classes", "digest"),
+        ),
+        "description": "a model's predictions joined to the rows for the EVAL rules",
     }
 
 
