@@ -9,27 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from .errors import InputError, close_matches
-from .inputs.arrow import plain_batch
+from .errors import InputError
 from .inputs.files import file_format
 from .inputs.frames import frame_split
 from .inputs.hf import hf_splits
 from .inputs.jsonl import BAD_LINE_POLICIES
 from .inputs.notes import InputLog
-from .inputs.paths import path_splits
+from .inputs.partition import column_splits, partition
+from .inputs.paths import paths_splits
 from .inputs.probes import is_hf_dataset, is_hf_dataset_dict
 from .inputs.records import records_split
 from .inputs.roles import (
-    ROLE_HINTS,
     ROLE_NAMES,
     Roles,
-    column_names,
     detect_roles,
+    require_text,
     split_kind,
 )
 from .inputs.schema import peek_schema, union_schemas
@@ -91,42 +89,17 @@ class Corpus:
             return
         # one source, partitioned by a column; every split source shares the same batches
         first = next(iter(self.splits.values()))
-        col = self.split_column
-        rows: dict[str, int] = {}
         for origin, source in first.iter_parts():
             for rb in source(batch_size):
-                if not rb.num_rows:
-                    continue
-                rb = shape.conform(rb, None, None, origin)
-                values = rb.column(rb.schema.get_field_index(col)).cast(pa.string()).to_pylist()
-                order: dict[str, list[int]] = {}
-                for i, v in enumerate(values):
-                    order.setdefault("null" if v is None else v, []).append(i)
-                for name, idx in order.items():
-                    rows[name] = rows.get(name, 0) + len(idx)
-                    yield name, rb.take(pa.array(idx, pa.int64()))
+                if rb.num_rows:
+                    yield from partition(shape.conform(rb, None, None, origin), self.split_column)
         shape.close()
 
 
 def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, SplitSource]:
-    if isinstance(obj, (str, Path)):
-        splits = path_splits(obj, reading)
-        if len(splits) == 1 and name != "train":
-            only = next(iter(splits.values()))
-            only.name = name
-            return {name: only}
-        return splits
-    if isinstance(obj, (list, tuple)) and obj and all(isinstance(p, (str, Path)) for p in obj):
-        out: dict[str, SplitSource] = {}
-        for p in obj:
-            for k, v in path_splits(p, reading).items():
-                if k in out:
-                    raise InputError(
-                        f"split {k!r} comes from two inputs ({out[k].origin} and {v.origin}); "
-                        "pass a dict {split_name: path} to name them."
-                    )
-                out[k] = v
-        return out
+    found = paths_splits(obj, name, reading)
+    if found is not None:
+        return found
     if is_hf_dataset_dict(obj) or is_hf_dataset(obj):
         return hf_splits(obj, str(getattr(obj, "split", None) or name), reading.log)
     if isinstance(obj, list):
@@ -134,9 +107,9 @@ def _single_input_splits(obj: Any, name: str, reading: Reading) -> dict[str, Spl
     frame = frame_split(name, obj, reading.log)
     if frame is not None:
         return {name: frame}
+    kind = f"{type(obj).__module__}.{type(obj).__name__}"
     raise InputError(
-        f"cannot audit a {type(obj).__module__}.{type(obj).__name__}. Pass a file path, a folder, a Hugging Face "
-        "Dataset/DatasetDict, a polars or pandas DataFrame, a pyarrow Table or a list of dicts."
+        f"cannot audit a {kind}. Pass a file path, a folder, a Hugging Face a polars or pandas DataFrame, a pyarrow Table or a list of dicts."
     )
 
 
@@ -179,32 +152,7 @@ def load_corpus(
     schema = union_schemas([s.schema for s in splits.values() if s.schema is not None])
     complete = all(s.complete for s in splits.values())
     if split is not None:
-        if len(splits) != 1:
-            raise InputError(
-                f"split={split!r} partitions one input by a column, but the input already has "
-                f"{len(splits)} splits ({', '.join(splits)}). Pass one table, or drop split=."
-            )
-        names = column_names(schema)
-        if split not in names:
-            raise InputError(
-                f"split={split!r}: no such column. Available columns: {', '.join(names)}."
-                + close_matches(split, names)
-            )
-        first = next(iter(splits.values()))
-        values = _distinct_values(first, split)
-        splits = {
-            v: SplitSource(
-                v,
-                first.batches,
-                None,
-                schema,
-                f"{first.origin} where {split} == {v!r}",
-                parts=first.parts,
-                paths=first.paths,
-                complete=first.complete,
-            )
-            for v in values
-        }
+        splits = column_splits(splits, split, schema)
     for name, src in splits.items():
         src.name = name
         src.kind = split_kind(name)
@@ -232,22 +180,7 @@ def load_corpus(
         schema=schema,
         given_roles=given,
     )
-    if not corpus_roles.has("text") and not corpus_roles.label:
-        names = column_names(schema)
-        typed = [  # a column named like text whose values are not strings
-            f"{n!r} holds {schema.field(n).type} values, not strings"
-            for n in names
-            if n.lower() in ROLE_HINTS["text"] + ROLE_HINTS["messages"]
-        ]
-        raise InputError(
-            "found no text column to audit (looked for "
-            + ", ".join(ROLE_HINTS["text"][:4])
-            + ", messages, prompt/response)"
-            + (f": {'; '.join(typed)}" if typed else "")
-            + ". Available columns: "
-            + ", ".join(f"{n} ({schema.field(n).type})" for n in names)
-            + ". Name it with text=COLUMN (CLI: --text COLUMN)."
-        )
+    require_text(corpus_roles, schema)
     return corpus
 
 
@@ -257,16 +190,3 @@ def looks_like_columns(data: Mapping[str, Any]) -> bool:
     return bool(values) and all(
         isinstance(v, list) and (not v or not isinstance(v[0], Mapping)) for v in values
     )
-
-
-def _distinct_values(src: SplitSource, column: str) -> list[str]:
-    seen: dict[str, None] = {}
-    for _, source in src.iter_parts():
-        for rb in source(65536):
-            idx = rb.schema.get_field_index(column)
-            if idx < 0:
-                seen.setdefault("null", None)
-                continue
-            for v in plain_batch(rb).column(idx).cast(pa.string()).to_pylist():
-                seen.setdefault("null" if v is None else v, None)
-    return list(seen)

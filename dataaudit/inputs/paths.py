@@ -21,7 +21,7 @@ from .roles import split_kind
 from .source import Reading, SplitSource
 from .text import text_documents_split
 
-__all__ = ["path_splits", "split_label"]
+__all__ = ["path_splits", "paths_splits", "split_label"]
 
 
 _MAGIC = re.compile(r"[*?\[]")
@@ -64,6 +64,30 @@ def glob_root(pattern: str) -> Any:
 
 def _is_data_file(p: Path) -> bool:
     return p.is_file() and not p.name.startswith(".") and p.name not in METADATA_FILES
+
+
+def paths_splits(obj: Any, name: str, reading: Reading) -> dict[str, SplitSource] | None:
+    """A path (its one split named ``name``) or a list of paths (their splits together, each
+    name from one path only); None when ``obj`` is neither."""
+    if isinstance(obj, (str, Path)):
+        splits = path_splits(obj, reading)
+        if len(splits) == 1 and name != "train":
+            only = next(iter(splits.values()))
+            only.name = name
+            return {name: only}
+        return splits
+    if isinstance(obj, (list, tuple)) and obj and all(isinstance(p, (str, Path)) for p in obj):
+        out: dict[str, SplitSource] = {}
+        for p in obj:
+            for k, v in path_splits(p, reading).items():
+                if k in out:
+                    raise InputError(
+                        f"split {k!r} comes from two inputs ({out[k].origin} and {v.origin}); "
+                        "pass a dict {split_name: path} to name them."
+                    )
+                out[k] = v
+        return out
+    return None
 
 
 def path_splits(spec: str | Path, reading: Reading) -> dict[str, SplitSource]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..errors import InputError, close_matches
 from ..rule import ROLE_NAMES, TEXT_ROLES, TYPE_MARKER_PREFIX, Roles
 
-__all__ = ["ROLE_HINTS", "Roles", "column_names", "detect_roles", "split_kind"]
+__all__ = ["ROLE_HINTS", "Roles", "column_names", "detect_roles", "require_text", "split_kind"]
 
 # Column names that reveal a role, in order of preference.
 ROLE_HINTS: dict[str, tuple[str, ...]] = {
@@ -104,4 +104,28 @@ def _fits(role: str, t: pa.DataType) -> bool:
         return pa.types.is_list(t) or pa.types.is_large_list(t) or _is_stringish(t)
     if role in TEXT_ROLES:
         return _is_stringish(t) or pa.types.is_null(t)
+    if role == "label":  # per-token labels (SFT loss labels, NER tags) are not a row's class
+        is_list = pa.types.is_list(t) or pa.types.is_large_list(t)
+        return not (is_list and pa.types.is_integer(t.value_type))
     return True
+
+
+def require_text(roles: Roles, schema: pa.Schema) -> None:
+    """An error naming the columns when there is no text (nor label) to audit."""
+    if roles.has("text") or roles.label:
+        return
+    names = column_names(schema)
+    typed = [  # a column named like text whose values are not strings
+        f"{n!r} holds {schema.field(n).type} values, not strings"
+        for n in names
+        if n.lower() in ROLE_HINTS["text"] + ROLE_HINTS["messages"]
+    ]
+    raise InputError(
+        "found no text column to audit (looked for "
+        + ", ".join(ROLE_HINTS["text"][:4])
+        + ", messages, prompt/response)"
+        + (f": {'; '.join(typed)}" if typed else "")
+        + ". Available columns: "
+        + ", ".join(f"{n} ({schema.field(n).type})" for n in names)
+        + ". Name it with text=COLUMN (CLI: --text COLUMN)."
+    )
