@@ -48,10 +48,13 @@ def check_minhash_options(rule: Any) -> None:
 def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
     """What DUP002 and LEAK001 both keep per row: the row columns, signatures and, for exact
     verification, the shingle sets (all shared features, computed once per batch)."""
+    # the shingles first: normalized_hash (in row_columns) then reuses their exact-duplicate keys
+    sig = batch.feature("minhash", **minhash_params(rule))
+    sets = batch.feature("shingle_sets", **shingle_params(rule)) if rule.verify == "exact" else None
     cols = row_columns(batch, chars)
-    cols["sig"] = batch.feature("minhash", **minhash_params(rule))
-    if rule.verify == "exact":
-        cols["sets"] = batch.feature("shingle_sets", **shingle_params(rule))
+    cols["sig"] = sig
+    if sets is not None:
+        cols["sets"] = sets
     return cols
 
 

@@ -325,38 +325,17 @@ def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
 
 
 @kernel()
-def sorted_sets(hashes, per_row):
-    """Each row's shingle hashes as a sorted set of their top 32 bits (CSR): (offsets, values).
-    Sorted and distinct once per row here, so every later comparison is a merge."""
-    n = len(per_row)
-    offsets = np.zeros(n + 1, np.int64)
-    out = np.empty(len(hashes), np.uint32)
-    lo = 0
-    o = 0
-    for r in range(n):
-        hi = lo + per_row[r]
-        if hi > lo:
-            s = np.sort((hashes[lo:hi] >> U64(32)).astype(np.uint32))
-            out[o] = s[0]
-            o += 1
-            for k in range(1, hi - lo):
-                if s[k] != s[k - 1]:
-                    out[o] = s[k]
-                    o += 1
-        offsets[r + 1] = o
-        lo = hi
-    return offsets, out[:o].copy()
-
-
-@kernel()
-def sort_set_rows(offsets, values):
-    """:func:`sorted_sets` for rows already cut to 32 bits (a set built elsewhere)."""
-    n = len(offsets) - 1
+def sort_set_rows(offsets, values, rows):
+    """The listed rows' values, each sorted and distinct, as a new CSR: (offsets, values)."""
+    n = len(rows)
     new = np.zeros(n + 1, np.int64)
-    out = np.empty(len(values), np.uint32)
+    total = 0
+    for x in range(n):
+        total += offsets[rows[x] + 1] - offsets[rows[x]]
+    out = np.empty(total, np.uint32)
     o = 0
-    for r in range(n):
-        lo, hi = offsets[r], offsets[r + 1]
+    for x in range(n):
+        lo, hi = offsets[rows[x]], offsets[rows[x] + 1]
         if hi > lo:
             s = np.sort(values[lo:hi])
             out[o] = s[0]
@@ -365,7 +344,7 @@ def sort_set_rows(offsets, values):
                 if s[k] != s[k - 1]:
                     out[o] = s[k]
                     o += 1
-        new[r + 1] = o
+        new[x + 1] = o
     return new, out[:o].copy()
 
 

@@ -26,11 +26,11 @@ MinHash
     :data:`SENTINEL` (see :func:`empty_rows`), which LSH never groups.
 
 Exact sets
-    :func:`shingle_sets` keeps each document's distinct 32-bit shingle hashes, sorted (CSR:
-    offsets + values, ~4 bytes per distinct shingle), and :func:`pair_jaccard` computes the exact
-    Jaccard of many pairs at once by merging them (compiled), skipping the pairs whose signature
-    estimate is clearly below the threshold; this is the verification step of near-duplicate
-    detection.
+    :func:`shingle_sets` keeps each document's 32-bit shingle hashes (CSR: offsets + values,
+    ~4 bytes per shingle), and :func:`pair_jaccard` computes the exact Jaccard of many pairs at
+    once: it sorts the rows it compares once, then merges each pair (compiled), skipping the
+    pairs whose signature estimate is clearly below the threshold; this is the verification
+    step of near-duplicate detection.
 """
 
 from __future__ import annotations
@@ -132,18 +132,64 @@ def shingle(
     return shingle_rows(arr, np.full(len(arr), unit == "char"), ngram, seed, short)
 
 
+#: rows of a batch from which the compiled passes run on two threads (the kernels release the
+#: GIL); below it the threads' hand-off costs more than they save (bench/bench_dedup.py)
+THREAD_ROWS = 2048
+_POOL: list = []
+
+
+def _ranges(n: int) -> list[tuple[int, int]]:
+    """Row ranges to process on separate threads: two halves of a large batch on a machine with
+    two or more cores, when not already in a worker process of the parallel engine."""
+    import multiprocessing
+
+    if n < THREAD_ROWS or (os.cpu_count() or 1) < 2 or multiprocessing.parent_process():
+        return [(0, n)]
+    return [(0, n // 2), (n // 2, n)]
+
+
+def _map(fn, ranges: list[tuple[int, int]]) -> list:
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(2, thread_name_prefix="dataaudit-minhash"))
+    return list(_POOL[0].map(lambda r: fn(*r), ranges))
+
+
 def shingle_rows(
     arr: pa.Array, char_rows: np.ndarray, ngram: int = 5, seed: int = 1, short: str = "whole"
 ) -> Shingles:
     """Like :func:`shingle`, with the unit chosen per row (``char_rows``: character tokens)."""
-    from . import kernels
-
     if ngram < 1:
         raise ValueError(f"ngram={ngram}: must be >= 1")
     if short not in ("whole", "none"):
         raise ValueError(f"short={short!r}: use 'whole' or 'none'")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    char_rows = np.ascontiguousarray(char_rows, dtype=np.bool_)
+    ranges = _ranges(len(arr))
+    parts = _map(
+        lambda lo, hi: _shingle_rows(arr.slice(lo, hi - lo), char_rows[lo:hi], ngram, seed, short),
+        ranges,
+    )
+    if len(parts) == 1:
+        return parts[0]
+    return Shingles(
+        len(arr),
+        np.concatenate([p.hashes for p in parts]),
+        np.concatenate([p.per_row for p in parts]),
+        np.concatenate([p.tokens for p in parts]),
+        np.concatenate([p.text_hashes for p in parts]),
+    )
+
+
+def _shingle_rows(
+    arr: pa.Array, char_rows: np.ndarray, ngram: int, seed: int, short: str
+) -> Shingles:
+    from . import kernels
+
     offsets, data = text_bytes(arr)
     char_rows = np.ascontiguousarray(char_rows, dtype=np.bool_)
     ntok = kernels.count_tokens(data, offsets, char_rows)
@@ -168,8 +214,19 @@ def minhash_signatures(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.n
     from .kernels import densify, minhash_bins
 
     k = num_perm
-    sig = minhash_bins(sh.hashes, sh.per_row, k, SENTINEL)
-    return densify(sig, _probe_table(k, seed), SENTINEL)
+    table = _probe_table(k, seed)
+    ranges = _ranges(sh.num_rows)
+    if len(ranges) == 1:
+        return densify(minhash_bins(sh.hashes, sh.per_row, k, SENTINEL), table, SENTINEL)
+    offsets = sh.offsets()
+    sig = np.empty((sh.num_rows, k), np.uint32)
+
+    def part(lo: int, hi: int) -> None:
+        h = sh.hashes[offsets[lo] : offsets[hi]]
+        sig[lo:hi] = densify(minhash_bins(h, sh.per_row[lo:hi], k, SENTINEL), table, SENTINEL)
+
+    _map(part, ranges)
+    return sig
 
 
 def empty_rows(signatures: np.ndarray) -> np.ndarray:
@@ -201,15 +258,17 @@ class ShingleSets:
     def row(self, i: int) -> np.ndarray:
         return self.values[self.offsets[i] : self.offsets[i + 1]]
 
-    def sorted(self) -> ShingleSets:
-        """The same sets, each row sorted and distinct (self if it already is)."""
-        if self.distinct:
+    def sorted(self, rows: np.ndarray | None = None) -> ShingleSets:
+        """The sets of ``rows`` (default all, in order), each sorted and distinct."""
+        if rows is None and self.distinct:
             return self
         from .kernels import sort_set_rows
 
+        rows = np.arange(len(self), dtype=np.int64) if rows is None else rows
         offsets, values = sort_set_rows(
             np.ascontiguousarray(self.offsets, np.int64),
             np.ascontiguousarray(self.values, np.uint32),
+            np.ascontiguousarray(rows, np.int64),
         )
         return ShingleSets(offsets, values, True)
 
@@ -228,12 +287,9 @@ class ShingleSets:
 
 
 def shingle_sets(sh: Shingles) -> ShingleSets:
-    """Each row's distinct 32-bit shingle hashes, sorted (CSR, ~4 bytes per distinct shingle),
-    so that :func:`pair_jaccard` compares two rows in one merge."""
-    from .kernels import sorted_sets
-
-    offsets, values = sorted_sets(sh.hashes, sh.per_row)
-    return ShingleSets(offsets, values, True)
+    """Each row's 32-bit shingle hashes (CSR, ~4 bytes per shingle; not sorted: most rows are
+    never compared, so :func:`pair_jaccard` sorts only the rows it compares, once per call)."""
+    return ShingleSets(sh.offsets(), (sh.hashes >> U64(32)).astype(np.uint32))
 
 
 #: how many standard errors below the threshold a pair's MinHash estimate must be for
@@ -265,12 +321,16 @@ def pair_jaccard(
     out = np.zeros(len(i), np.float64)
     if not len(i):
         return out
-    sets = sets.sorted()
+    rows = None
+    if not sets.distinct:  # sort the rows compared, once, and address them in the sorted copy
+        rows, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
+        sets = sets.sorted(rows)
+        i, j = inv[: len(i)].astype(np.int64), inv[len(i) :].astype(np.int64)
     if signatures is None or threshold is None:
         sig = np.zeros((0, 0), np.uint32)
         t = 1.0
     else:
-        sig = np.ascontiguousarray(signatures, np.uint32)
+        sig = np.ascontiguousarray(signatures if rows is None else signatures[rows], np.uint32)
         t = float(threshold)
     # numba releases the GIL: two halves on two threads when there is enough work
     cores = os.cpu_count() or 1

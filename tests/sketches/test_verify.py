@@ -8,7 +8,6 @@ import pytest
 
 from dataaudit.sketches.minhash import (
     Shingles,
-    ShingleSets,
     minhash_signatures,
     pair_jaccard,
     shingle_sets,
@@ -32,20 +31,21 @@ def test_sets_are_sorted_distinct_and_match_python():
     rng = np.random.default_rng(3)
     hashes = rng.integers(0, 50, size=400, dtype=np.uint64) << np.uint64(32)
     per = np.array([0, 7, 100, 1, 292], np.int64)
-    sets = shingle_sets(Shingles(len(per), hashes, per, per))
-    assert sets.distinct
+    raw_sets = shingle_sets(Shingles(len(per), hashes, per, per))
+    sets = raw_sets.sorted()
+    assert sets.distinct and not raw_sets.distinct
     bounds = np.concatenate([[0], np.cumsum(per)])
     for r in range(len(per)):
         want = sorted({int(h >> np.uint64(32)) for h in hashes[bounds[r] : bounds[r + 1]]})
         assert sets.row(r).tolist() == want
+    assert sets.sorted(np.array([4, 1])).row(0).tolist() == sets.row(4).tolist()
     i, j = np.array([1, 2, 0, 3]), np.array([2, 4, 0, 3])
     got = pair_jaccard(sets, i, j)
     for k, (a, b) in enumerate(zip(i, j)):
         x, y = set(sets.row(a).tolist()), set(sets.row(b).tolist())
         assert got[k] == (len(x & y) / len(x | y) if x | y else 0.0)
-    # unsorted sets built elsewhere are sorted first: same answer
-    raw = ShingleSets(bounds, (hashes >> np.uint64(32)).astype(np.uint32))
-    np.testing.assert_array_equal(pair_jaccard(raw, i, j), got)
+    # unsorted sets: the compared rows are sorted first, same answer
+    np.testing.assert_array_equal(pair_jaccard(raw_sets, i, j), got)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.9])
@@ -78,3 +78,34 @@ def test_estimate_cut_skips_dissimilar_pairs_and_decides_like_exact():
     assert ((cut >= 0.8) == (exact >= 0.8)).all()
     assert (cut[:500] != exact[:500]).mean() > 0.99  # low pairs: the estimate, not merged
     np.testing.assert_array_equal(cut[500:], exact[500:])
+
+
+def test_two_threads_give_the_same_features_as_one(monkeypatch):
+    import pyarrow as pa
+
+    from dataaudit.sketches import minhash
+    from dataaudit.sketches.minhash import shingle_auto
+
+    rng = np.random.default_rng(11)
+    words = ["alpha", "Beta", "gamma", "機械学習のデータ", "δέλτα", "e"]
+    texts = [
+        None if i % 97 == 0 else " ".join(rng.choice(words, int(rng.integers(0, 30))))
+        for i in range(5000)
+    ]
+    arr = pa.array(texts, pa.large_string())
+
+    def features():
+        sh, unit = shingle_auto(arr)
+        return sh, unit, minhash_signatures(sh), shingle_sets(sh).sorted()
+
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 10**9)
+    one = features()
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 16)
+    monkeypatch.setattr(minhash.os, "cpu_count", lambda: 2)
+    assert len(minhash._ranges(len(arr))) == 2
+    two = features()
+    for a, b in [(one[0].hashes, two[0].hashes), (one[0].per_row, two[0].per_row),
+                 (one[0].tokens, two[0].tokens), (one[0].text_hashes, two[0].text_hashes),
+                 (one[1], two[1]), (one[2], two[2]), (one[3].offsets, two[3].offsets),
+                 (one[3].values, two[3].values)]:  # fmt: skip
+        np.testing.assert_array_equal(a, b)
