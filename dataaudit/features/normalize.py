@@ -255,4 +255,8 @@ def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    return _normalize(arr, collapse=False)
+    from ..sketches.minhash import _map, _ranges
+
+    ranges = _ranges(len(arr))  # a large batch: two halves on two threads (Arrow frees the GIL)
+    parts = _map(lambda lo, hi: _normalize(arr.slice(lo, hi - lo), collapse=False), ranges)
+    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)

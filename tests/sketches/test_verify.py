@@ -109,3 +109,19 @@ def test_two_threads_give_the_same_features_as_one(monkeypatch):
                  (one[1], two[1]), (one[2], two[2]), (one[3].offsets, two[3].offsets),
                  (one[3].values, two[3].values)]:  # fmt: skip
         np.testing.assert_array_equal(a, b)
+
+
+def test_tokenizable_text_is_the_same_on_two_threads(monkeypatch):
+    import pyarrow as pa
+
+    from dataaudit.features.normalize import tokenizable_array
+    from dataaudit.sketches import minhash
+
+    texts = ["Ｆｕｌｌｗｉｄｔｈ ﬁne", None, "Straße ΣΑΣ", "plain ASCII", "İstanbul"] * 1000
+    arr = pa.array(texts, pa.large_string())
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 10**9)
+    one = tokenizable_array(arr)
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 16)
+    monkeypatch.setattr(minhash.os, "cpu_count", lambda: 2)
+    two = tokenizable_array(arr)
+    assert two.equals(one) and two.null_count == 1000
