@@ -48,5 +48,7 @@ def test_chat_tokenized_masking_bugs_are_found_exactly(ground_truth):
     assert _by_category(report, ("FMT004",)) == {"FMT004": truth["FMT004"]}
     assert report.metric("FMT004", "trained_tokens") == truth["trained_tokens"]
     assert report.metric("FMT004", "attended_tokens") == truth["attended_tokens"]
+    status = {r["code"]: r["status"] for r in report.to_dict()["results"]}
+    assert status["LBL003"] == "skipped"  # token labels are not a class label column
     share = report.metric("FMT004", "trained_share")
     assert share == pytest.approx(truth["trained_tokens"] / truth["attended_tokens"])
