@@ -11,6 +11,13 @@ size alone flags noise at 1k rows. Everything here takes counts, never rows.
 - :func:`js_divergence`: Jensen–Shannon divergence in bits, in [0, 1], with per-cell terms.
 - :func:`chi2_contingency`: chi² test of a contingency table with Cramér's V.
 - :func:`auc_confidence_interval`: Hanley–McNeil interval of a ROC AUC.
+- :func:`auc_null_sd`: the standard deviation of an AUC when the two samples do not differ
+  (the permutation null of the Mann–Whitney statistic).
+- :func:`wilson_interval`: Wilson score interval of a proportion (a precision, a recall).
+- :func:`excess_pvalue`: one-sided Fisher exact test that a subset has more events than the rest.
+- :func:`binomial_excess`: one-sided binomial test of more successes than a chance rate.
+- :func:`benjamini_hochberg`: q-values that control the false discovery rate over many tests.
+- :func:`cohens_h`: effect size of a difference between two proportions.
 """
 
 from __future__ import annotations
@@ -21,8 +28,13 @@ import numpy as np
 
 __all__ = [
     "auc_confidence_interval",
+    "auc_null_sd",
+    "benjamini_hochberg",
+    "binomial_excess",
     "chi2_contingency",
     "chi2_sf",
+    "cohens_h",
+    "excess_pvalue",
     "js_divergence",
     "js_terms",
     "kolmogorov_pvalue",
@@ -30,6 +42,7 @@ __all__ = [
     "psi",
     "quantile_groups",
     "wasserstein_binned",
+    "wilson_interval",
 ]
 
 
@@ -169,3 +182,66 @@ def auc_confidence_interval(
     floor = (n_pos + n_neg + 1) / (12 * n_pos * n_neg)
     se = math.sqrt(max(var, floor * 0.25))
     return max(0.0, auc - z * se), min(1.0, auc + z * se)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of the proportion ``k / n`` (nan, nan when ``n`` is 0); unlike the
+    normal interval it stays inside [0, 1] and is honest at 0 and n events."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def excess_pvalue(k: int, n: int, events: int, total: int) -> float:
+    """One-sided Fisher exact p-value that a subset of ``n`` of ``total`` rows holds ``k`` or more
+    of the ``events`` events by chance (the hypergeometric tail): small when the subset's event
+    rate is higher than the rest's. 1 for an empty subset or no events."""
+    if n <= 0 or events <= 0 or k <= 0:
+        return 1.0
+    from scipy.stats import hypergeom  # lazily: scipy.stats is slow to import
+
+    return float(min(1.0, max(0.0, hypergeom.sf(k - 1, total, events, n))))
+
+
+def binomial_excess(k: int, n: int, p: float) -> float:
+    """One-sided binomial p-value of ``k`` or more successes in ``n`` trials at rate ``p``."""
+    if k <= 0 or n <= 0:
+        return 1.0
+    from scipy.stats import binom
+
+    return float(min(1.0, max(0.0, binom.sf(k - 1, n, p))))
+
+
+def benjamini_hochberg(pvalues: np.ndarray | list[float]) -> np.ndarray:
+    """Benjamini–Hochberg q-values of ``pvalues`` (same order): a test whose q-value is at most
+    ``alpha`` is a discovery at false discovery rate ``alpha`` over all the tests."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    if m == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+def cohens_h(p1: float, p2: float) -> float:
+    """Cohen's h = 2 asin(sqrt p1) - 2 asin(sqrt p2): 0.2 small, 0.5 medium, 0.8 large."""
+    return 2 * math.asin(math.sqrt(min(max(p1, 0.0), 1.0))) - 2 * math.asin(
+        math.sqrt(min(max(p2, 0.0), 1.0))
+    )
+
+
+def auc_null_sd(n_pos: int, n_neg: int) -> float:
+    """Standard deviation of the ROC AUC of scores that do not depend on the class: the
+    permutation null of the Mann–Whitney statistic, ``sqrt((n_pos + n_neg + 1) / (12 n_pos
+    n_neg))`` (no ties). nan without both classes."""
+    if n_pos <= 0 or n_neg <= 0:
+        return float("nan")
+    return math.sqrt((n_pos + n_neg + 1) / (12 * n_pos * n_neg))

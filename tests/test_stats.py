@@ -11,6 +11,7 @@ import pytest
 from dataaudit.sketches.histogram import Histogram
 from dataaudit.stats import (
     auc_confidence_interval,
+    auc_null_sd,
     chi2_contingency,
     chi2_sf,
     js_divergence,
@@ -84,3 +85,18 @@ def test_auc_interval_contains_and_narrows():
     lo1, hi1 = auc_confidence_interval(0.7, 100, 100)
     lo2, hi2 = auc_confidence_interval(0.7, 10000, 10000)
     assert lo1 < lo2 < 0.7 < hi2 < hi1
+
+
+def test_auc_null_sd_is_the_spread_of_auc_under_no_difference():
+    """The Mann–Whitney permutation null: the AUC of class-independent scores spreads by
+    sqrt((n1 + n2 + 1) / (12 n1 n2)) around 0.5 (SHIFT001's critical value is built on it)."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    n1, n2 = 300, 200
+    y = np.r_[np.ones(n1), np.zeros(n2)]
+    aucs = [roc_auc_score(y, rng.random(n1 + n2)) for _ in range(2000)]
+    assert np.mean(aucs) == pytest.approx(0.5, abs=0.002)
+    assert np.std(aucs) == pytest.approx(auc_null_sd(n1, n2), rel=0.05)
+    assert auc_null_sd(2000, 2000) == pytest.approx(0.00913, abs=1e-5)
+    assert math.isnan(auc_null_sd(0, 5))

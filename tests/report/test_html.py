@@ -296,7 +296,8 @@ def test_drifting_tokens_and_domain_classifier(fixture_page, fixture_report):
     shift = _section(fixture_page, "SHIFT001")
     comps = fixture_report.result("SHIFT001")["details"]["comparisons"]
     assert shift.count("<circle") == len(comps)  # one AUC point per comparison, with its CI
-    assert "chance 0.5" in shift and "threshold 0.6" in shift
+    assert "chance 0.5" in shift and "null critical 0.6" in shift  # from the null (0.611)
+    assert shift.count("<polyline") == len(comps)  # a ROC curve per comparison
     for c in comps.values():
         assert all(f"<span>{g}</span>" in shift for g in c["eval_ngrams"][:3])
 
@@ -483,3 +484,21 @@ def test_findings_suppressed_by_a_baseline_are_shown_as_such(tmp_path):
     assert "(suppressed by the baseline)" in finding.group(1)
     verdict = page[page.index('id="verdict"') : page.index("</header>")]
     assert "1 finding suppressed by the baseline" in verdict and "1 accepted" in verdict
+
+
+def test_len001_draws_its_own_histograms_without_len003():
+    """LEN001 carries per-split length histograms with max_seq_len: the chart needs no LEN003."""
+    data = {
+        "train": [{"text": " ".join(["word"] * (5 + i % 40))} for i in range(200)],
+        "test": [{"text": " ".join(["word"] * (20 + i % 60))} for i in range(80)],
+    }
+    report = dataaudit.audit(
+        data, select=["LEN001", "LEN002"], rules={"LEN001": {"max_seq_len": 40}}
+    )
+    page = render_html(report.data)
+    section = _section(page, "LEN001")
+    assert "No length histogram" not in section
+    lines = re.findall(r'<polyline points="[^"]+" fill="(#\w+)"', section)
+    assert len(lines) == 2 == len(set(lines))  # one curve per split, overlaid
+    assert "max_seq_len 40" in section and 'stroke-dasharray="5 3"' in section
+    assert len(re.findall(r"<polyline", _section(page, "LEN002"))) >= 2

@@ -71,10 +71,28 @@ def _list(value: Any) -> list[Any]:
 
 
 # -- lengths: LEN001, LEN002, LEN003 ----------------------------------------------------------
-def _length_series(ctx: Context) -> tuple[list[tuple[str, str, list[tuple[int, int, int]]]], str]:
-    """Per split (low, high, count) bins from LEN003's histograms, and their unit."""
+def _length_series(
+    ctx: Context, r: dict[str, Any] | None = None
+) -> tuple[list[tuple[str, str, list[tuple[int, int, int]]]], str]:
+    """Per split (low, high, count) bins, and their unit: the rule's own chart histograms
+    (LEN001/LEN002 ``details.histograms``: shared ``edges`` and per-split counts), else
+    LEN003's sketch (reports before the rules carried their own)."""
     from ...sketches.histogram import EDGES_NAME, LENGTH_EDGES
 
+    own = _dict(_dict((r or {}).get("details")).get("histograms"))
+    edges = [e for e in _list(own.get("edges")) if is_number(e)]
+    if own and len(edges) == len(_list(own.get("edges"))) > 1:
+        counts = _dict(own.get("splits"))
+        series = []
+        for name in ctx.ordered(counts):
+            bins = [
+                (int(edges[i]), int(edges[i + 1]), int(c))
+                for i, c in enumerate(_list(counts[name])[: len(edges) - 1])
+                if is_number(c) and c > 0
+            ]
+            if bins:
+                series.append((name, ctx.color(name), bins))
+        return series, str(own.get("unit") or "tokens")
     sketch = _dict(_dict((ctx.by_code.get("LEN003") or {}).get("details")).get("sketch"))
     splits = _dict(sketch.get("splits"))
     series = []
@@ -92,8 +110,10 @@ def _length_series(ctx: Context) -> tuple[list[tuple[str, str, list[tuple[int, i
     return series, str(sketch.get("unit") or "tokens")
 
 
-def _length_chart(ctx: Context, vlines: list[tuple[float, str, str]], title: str) -> str:
-    series, unit = _length_series(ctx)
+def _length_chart(
+    ctx: Context, vlines: list[tuple[float, str, str]], title: str, r: dict[str, Any] | None = None
+) -> str:
+    series, unit = _length_series(ctx, r)
     if not series:
         return ""
     svg = histograms(series, unit=unit, vlines=vlines, label=title)
@@ -103,9 +123,9 @@ def _length_chart(ctx: Context, vlines: list[tuple[float, str, str]], title: str
 def _len001(r: dict[str, Any], ctx: Context) -> str:
     limit = ctx.max_seq_len()
     vlines = [(limit, f"max_seq_len {num(limit)}", COLORS["fail"])] if limit else []
-    chart = _length_chart(ctx, vlines, "Length per split, against max_seq_len")
+    chart = _length_chart(ctx, vlines, "Length per split, against max_seq_len", r)
     if not chart and r.get("status") != "skipped":
-        return '<p class="muted small">No length histogram: LEN003 (length.drift) carries it, and it did not run.</p>'
+        return '<p class="muted small">No length histogram in this report.</p>'
     return chart
 
 
@@ -118,7 +138,7 @@ def _len002(r: dict[str, Any], ctx: Context) -> str:
                 vlines.append((float(s[key]), f"{name}: {what} ≥ {num(s[key])}"
                                if what == "long" else f"{name}: short < {num(s[key])}",
                                ctx.color(name)))  # fmt: skip
-    return _length_chart(ctx, vlines, "Length per split, with each split's outlier bounds")
+    return _length_chart(ctx, vlines, "Length per split, with each split's outlier bounds", r)
 
 
 def _comparisons_table(rows: dict[str, Any], cols: list[tuple[str, str]]) -> str:
@@ -327,7 +347,8 @@ def _shift001(r: dict[str, Any], ctx: Context) -> str:
         if not is_number(c.get("auc")):
             continue
         lo, hi = c.get("auc_low"), c.get("auc_high")
-        color = COLORS["fail"] if c.get("shift") else COLORS["info"]
+        band = c.get("severity")
+        color = COLORS["fail" if band == "error" else "warn" if c.get("shift") else "info"]
         items.append((pair, float(c["auc"]), lo if is_number(lo) else None,
                       hi if is_number(hi) else None, color))  # fmt: skip
     if not items:
@@ -335,12 +356,24 @@ def _shift001(r: dict[str, Any], ctx: Context) -> str:
     lows = [min(v for v in (est, lo) if v is not None) for _, est, lo, _, _ in items]
     domain = (min(0.4, min(lows) - 0.02), 1.0)
     vlines = [(0.5, "chance 0.5", COLORS["skipped"])]
+    # the warn line comes from the null (it depends on the sample sizes): the largest critical
+    # value of the comparisons shown; older reports carry a fixed min_auc instead
+    crit = [float(c["auc_critical"]) for c in map(_dict, comps.values()) if is_number(c.get("auc_critical"))]  # fmt: skip
     t = _dict(r.get("thresholds")).get("min_auc")
-    if is_number(t):
+    if crit:
+        vlines.append((max(crit), f"null critical {num(max(crit))}", COLORS["warn"]))
+    elif is_number(t):
         vlines.append((float(t), f"threshold {num(t)}", COLORS["warn"]))
+    e = _dict(r.get("thresholds")).get("error_auc")
+    if is_number(e) and float(e) < 1:
+        vlines.append((float(e), f"error (lower bound) {num(e)}", COLORS["fail"]))
     svg = intervals(items, domain=domain, vlines=vlines, label="domain classifier AUC")
     out = [_section("Domain classifier: AUC with its confidence interval", svg,
                     "0.5: the classifier cannot tell the splits apart; 1.0: it always can.")]  # fmt: skip
+    roc = _roc_chart(comps)
+    if roc:
+        out.append(_section("Domain classifier: ROC curves (out-of-fold)", roc,
+                            "The diagonal is chance; a curve bowed toward the top left separates the splits."))  # fmt: skip
     rows = []
     for pair, c in comps.items():
         c = _dict(c)
@@ -359,6 +392,46 @@ def _shift001(r: dict[str, Any], ctx: Context) -> str:
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
     return "".join(out)
+
+
+def _roc_chart(comps: dict[str, Any]) -> str:
+    """SHIFT001's ROC curve per comparison (``roc: {fpr, tpr}``), over the chance diagonal."""
+    from ._svg import _svg, _text
+
+    curves = []
+    for pair, c in comps.items():
+        roc = _dict(_dict(c).get("roc"))
+        fpr, tpr = _list(roc.get("fpr")), _list(roc.get("tpr"))
+        if len(fpr) == len(tpr) >= 2 and all(is_number(v) for v in fpr + tpr):
+            curves.append((str(pair), [float(v) for v in fpr[:200]], [float(v) for v in tpr[:200]]))
+    if not curves:
+        return ""
+    left, top, size = 40, 10, 220
+
+    def xy(fx: float, ty: float) -> str:
+        fx, ty = min(max(fx, 0.0), 1.0), min(max(ty, 0.0), 1.0)
+        return f"{left + size * fx:.1f},{top + size * (1 - ty):.1f}"
+
+    body = [
+        f'<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="none" stroke="#d0d7de"/>',
+        f'<line x1="{left}" y1="{top + size}" x2="{left + size}" y2="{top}" stroke="#8c959f" '
+        'stroke-dasharray="4 3"/>',
+        _text(left + size / 2, top + size + 28, "false positive rate (base rows)", anchor="middle"),
+        _text(left - 6, top + size + 4, "0", anchor="end"),
+        _text(left - 6, top + 8, "1", anchor="end"),
+        _text(left + size, top + size + 14, "1", anchor="middle"),
+    ]
+    names = []
+    for k, (pair, fpr, tpr) in enumerate(curves[: len(SPLIT_COLORS)]):
+        color = SPLIT_COLORS[k % len(SPLIT_COLORS)]
+        points = " ".join(xy(a, b) for a, b in zip(fpr, tpr))
+        body.append(
+            f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2">'
+            f"<title>{esc(pair, 100)}</title></polyline>"
+        )
+        names.append((pair, color))
+    svg = _svg(left + size + 20, top + size + 36, body, "domain classifier ROC curves")
+    return legend(names) + svg
 
 
 def _chips(items: list[Any]) -> str:

@@ -26,7 +26,7 @@ def test_tok001_and_shift001_find_a_vocabulary_shift(bpe):
     assert found["severity"] == "error" and found["data"]["excess"] >= 0.1
     over = found["data"]["over"]
     assert over and all(e["share"] > e["base_share"] for e in over)
-    assert report.status("SHIFT001") == "warn"
+    assert report.status("SHIFT001") == "fail"
     assert report.metric("SHIFT001", "auc", "test") > 0.9
 
 
