@@ -118,3 +118,16 @@ def test_the_markdown_verdict_says_partial_coverage_too(register):
     assert "passed on partial coverage" in md
     assert "`HALF001` examined 20 of 40 rows: reads a sample of half (max\\_rows)" in md
     assert "partial" not in audit(DATA, select=["FULL001"]).to_markdown()
+
+
+def test_the_html_verdict_says_partial_coverage_and_escapes_the_reason(register):
+    from dataaudit.report.html import render_html
+
+    report = audit(DATA, select=["HALF001", "TXT001"])
+    data = report.to_dict()
+    data["results"][0]["coverage"]["reason"] = '"><script>alert(1)</script>'
+    page = render_html(data)
+    assert "gate PASSED on partial coverage" in page
+    assert 'id="coverage">Partial coverage: <span title="' in page
+    assert "HALF001 examined 20 of 40 rows" in page and "<script>alert" not in page
+    assert "partial coverage" not in render_html(audit(DATA, select=["FULL001"]).to_dict())

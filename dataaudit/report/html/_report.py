@@ -68,14 +68,17 @@ def _header(data: dict[str, Any]) -> str:
     counts = " · ".join(
         f"{num(s.get(k, 0))} {k}" for k in (st.value for st in Status.worst_first()) if s.get(k)
     )
+    partial = _partial_coverage(data)
     verdict = (
         f'<div id="verdict"><span class="verdict {"passed" if passed else "failed"}">'
-        f"gate {'PASSED' if passed else 'FAILED'}</span>"
+        f"gate {'PASSED' if passed else 'FAILED'}{' on partial coverage' if partial else ''}</span>"
         f'<span class="muted">fail_on={esc(data.get("fail_on"), 20)} · '
         f"{plural(s.get('rules', 0), 'rule')}: {esc(counts)} · "
         f"{plural(s.get('flagged_rows', 0), 'row')} flagged{_baseline(gate)}</span></div>"
     )
     out = ["<header><h1>dataaudit report</h1>", verdict]
+    if partial:  # "passed" means read everything and found nothing: say what was not read
+        out.append(f'<p class="muted small" id="coverage">Partial coverage: {partial}</p>')
     if reasons and not passed:
         # a few lines, so the table of failing rules below stays on the first screen
         items = "".join(f'<li><span class="text">{esc(r, 300)}</span></li>' for r in reasons[:6])
@@ -84,6 +87,24 @@ def _header(data: dict[str, Any]) -> str:
     out.append(_dataset_line(data))
     out.append("</header>")
     return "".join(out)
+
+
+def _partial_coverage(data: dict[str, Any]) -> str:
+    """``LBL004 examined 100 of 600 labeled train rows (why) · ...`` for the rules that gave
+    their verdict on part of their scope (schema 1.6 ``coverage``); empty when none did."""
+    parts = []
+    for r in data.get("results") or []:
+        c = r.get("coverage") if isinstance(r, dict) else None
+        if not isinstance(c, dict) or c.get("complete") is not False:
+            continue
+        if r.get("status") in ("error", "skipped"):
+            continue
+        parts.append(
+            f'<span title="{esc_plain(c.get("reason"), 300)}">{esc(r.get("code"), 20)} examined '
+            f"{num(c.get('examined'))} of {num(c.get('in_scope'))} "
+            f"{esc(c.get('unit') or 'rows', 40)}</span>"
+        )
+    return " · ".join(parts[:12])
 
 
 def _baseline(gate: dict[str, Any]) -> str:
