@@ -111,9 +111,10 @@ def bench_jsonl(texts: list[str], megabytes: int, repeat: int) -> None:
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.jsonl"
-        with path.open("w") as fh:
+        with path.open("w", encoding="utf-8") as fh:  # UTF-8 as written, as most datasets are
             while fh.tell() < megabytes << 20:
-                fh.write(json.dumps({"text": rng.choice(texts), "source": "pydoc"}) + "\n")
+                record = {"text": rng.choice(texts), "source": "pydoc"}
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         size = path.stat().st_size / 1e6
         readers = {
             "Python line loop (json.loads)": lambda: line_loop(path),
