@@ -131,3 +131,17 @@ def test_mixture_is_graded_by_the_distance_from_the_recipe():
     # the split mix: Cramér's V of web 80% vs 20% is 0.6, an error
     split = audit({"train": rows(0.8), "test": rows(0.2)}, select=["MIX001"])
     assert split.status("MIX001") == "fail"
+
+
+def test_label_messages_count_in_the_right_number():
+    train = [{"text": f"row {i}", "label": "abc"[i % 3]} for i in range(300)]
+    test = [{"text": f"row {i}", "label": "ab"[i % 2]} for i in range(99)] + [
+        {"text": "odd one", "label": "z"}
+    ]
+    report = audit(
+        {"train": train, "test": test}, select=["LBL003"], rules={"LBL003": {"probe": False}}
+    )
+    messages = " | ".join(f["message"] for f in report.result("LBL003")["findings"])
+    assert "test: 1 class of train has no rows here" in messages
+    assert "class 'z' (1 row) never appears in train" in messages
+    assert "1 classes" not in messages and "(1 rows)" not in messages

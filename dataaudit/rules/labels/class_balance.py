@@ -15,6 +15,7 @@ from ...rule import Direction, Finding, Flag, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...sketches.state import Additive, Examples, PerSplit
 from ...stats import chi2_contingency, js_divergence
+from ...wording import noun, plural
 from .._drift import (
     DriftRule,
     band_severity,
@@ -65,22 +66,6 @@ def _keyed(counts: dict[str, int]) -> dict[str, int]:
         k = _class_key(cls)
         out[k] = out.get(k, 0) + n
     return out
-
-
-def _classes(n: int) -> str:
-    return f"{n:,} class" if n == 1 else f"{n:,} classes"
-
-
-def _rows(n: int) -> str:
-    return f"{n:,} row" if n == 1 else f"{n:,} rows"
-
-
-def _are(n: int) -> str:
-    return "is" if n == 1 else "are"
-
-
-def _have(n: int) -> str:
-    return "has" if n == 1 else "have"
 
 
 def _share_shifts(classes, base_shares, shares) -> list[tuple[Any, float]]:
@@ -447,8 +432,9 @@ class ClassBalance(DriftRule):
             worst = max(cur[c] / c_total * r_total for c in appeared)
             result.findings.append(
                 Finding(
-                    message=f"{split}: {_classes(len(appeared))} {_are(len(appeared))} new since reference "
-                    f"{base}: " + ", ".join(f"{c!r} ({_rows(cur[c])})" for c in appeared[:20]),
+                    message=f"{split}: {plural(len(appeared), 'class')} {noun(len(appeared), 'is', 'are')} new since reference "
+                    f"{base}: "
+                    + ", ".join(f"{c!r} ({plural(cur[c], 'row')})" for c in appeared[:20]),
                     key=f"new_vs_reference|{split}|{base}",
                     severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
                     count=len(appeared),
@@ -464,8 +450,8 @@ class ClassBalance(DriftRule):
             worst = max(rc[c] / r_total * c_total for c in gone)
             result.findings.append(
                 Finding(
-                    message=f"{split}: {_classes(len(gone))} of reference {base} "
-                    f"{_have(len(gone))} no rows any more: "
+                    message=f"{split}: {plural(len(gone), 'class')} of reference {base} "
+                    f"{noun(len(gone), 'has', 'have')} no rows any more: "
                     + ", ".join(f"{c!r} (had {rc[c]:,})" for c in gone[:20]),
                     key=f"gone_vs_reference|{split}|{base}",
                     severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,
@@ -505,7 +491,7 @@ class ClassBalance(DriftRule):
                 result.findings.append(
                     Finding(
                         message=f"{name}: classes are imbalanced {ratio:.1f}:1 (largest "
-                        f"{big[0][0]!r} {_rows(big[0][1])}, smallest {big[-1][0]!r} "
+                        f"{big[0][0]!r} {plural(big[0][1], 'row')}, smallest {big[-1][0]!r} "
                         f"{big[-1][1]:,}; max_imbalance={self.max_imbalance})",
                         key=f"imbalance|{name}",
                         count=len(counts),
@@ -521,7 +507,7 @@ class ClassBalance(DriftRule):
             )
             result.findings.append(
                 Finding(
-                    message=f"{name}: {nulls:,} of {sp.rows:,} rows {_have(nulls)} no label (null)",
+                    message=f"{name}: {nulls:,} of {sp.rows:,} rows {noun(nulls, 'has', 'have')} no label (null)",
                     key=f"null_label|{name}",
                     count=nulls,
                     split=name,
@@ -547,7 +533,7 @@ class ClassBalance(DriftRule):
             if rare and len(counts) > 1:
                 result.findings.append(
                     Finding(
-                        message=f"{name}: {_classes(len(rare))} {_have(len(rare))} fewer than "
+                        message=f"{name}: {plural(len(rare), 'class')} {noun(len(rare), 'has', 'have')} fewer than "
                         f"{self.min_class_rows} rows: {', '.join(map(repr, rare[:20]))}",
                         key=f"rare|{name}",
                         severity=Severity.INFO,
@@ -568,7 +554,7 @@ class ClassBalance(DriftRule):
             for cls in sorted(set(ev) - set(tr)):
                 result.findings.append(
                     Finding(
-                        message=f"{name}: class {cls!r} ({_rows(ev[cls])}) never appears in "
+                        message=f"{name}: class {cls!r} ({plural(ev[cls], 'row')}) never appears in "
                         f"{train}; no model trained on {train} can predict it",
                         key=f"unseen|{name}|{cls}",
                         severity=Severity.ERROR,
@@ -583,7 +569,7 @@ class ClassBalance(DriftRule):
                 worst = max(expected.values())
                 result.findings.append(
                     Finding(
-                        message=f"{name}: {_classes(len(missing))} of {train} {_have(len(missing))} no rows here, "
+                        message=f"{name}: {plural(len(missing), 'class')} of {train} {noun(len(missing), 'has', 'have')} no rows here, "
                         f"so they are not evaluated: {', '.join(map(repr, missing[:20]))}",
                         key=f"missing|{name}",
                         severity=None if worst >= float(self.min_expected_rows) else Severity.INFO,

@@ -95,7 +95,10 @@ class TokenDrift(DriftRule):
     Options:
         min_js: excess divergence over the noise floor, in bits, that counts as drift (default
             0.01).
-        noise_ratio: the divergence must also be this many times the noise floor (default 3).
+        noise_ratio: the divergence must also be this many times the noise floor (default 3:
+            the floor is itself estimated from one half-split, and on same-distribution splits
+            of real text the ratio reached 2.0 at 400 vs 100 rows and 1.7 at 1,500 vs 500; 30
+            runs each, Python docs paragraphs and fortunes).
         error_js: excess divergence over the noise floor, in bits, from which the drift is an
             error (default 0.1; 1.0 never errs).
         min_count: tokens with a smaller expected count in the smaller split are pooled

@@ -68,3 +68,17 @@ def test_shift001_sample_and_verdict_do_not_depend_on_row_order():
     cb = b.result("SHIFT001")["details"]["comparisons"]
     assert ca == cb
     assert a.status("SHIFT001") == b.status("SHIFT001")
+
+
+def test_shift001_says_when_it_read_a_sample():
+    rng = random.Random(7)
+    data = {
+        "train": [{"text": t} for t in sentences(rng, 400, WORDS_A)],
+        "test": [{"text": t} for t in sentences(rng, 150, WORDS_A)],
+    }
+    opts = {"SHIFT001": {"sample_size": 200}}
+    cov = audit(data, select=["SHIFT001"], rules=opts).result("SHIFT001")["coverage"]
+    assert (cov["examined"], cov["in_scope"], cov["complete"]) == (350, 550, False)
+    assert "sample_size=200" in cov["reason"]
+    full = audit(data, select=["SHIFT001"]).result("SHIFT001")["coverage"]
+    assert full["complete"] and full["examined"] == 550
