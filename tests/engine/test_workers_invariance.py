@@ -73,7 +73,7 @@ def _run(data, *, workers: int, batch_size: int, **kwargs) -> tuple[str, Any]:
 
 @pytest.mark.slow
 def test_every_rule_gives_the_same_report_for_any_workers(
-    monkeypatch, data, reference, bpe, fixtures_dir
+    monkeypatch, data, reference, bpe, fixtures_dir, tmp_path
 ):
     # 900 rows in batches of 40, chunks of 100: several chunks per worker, cut inside batches
     monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
@@ -85,6 +85,8 @@ def test_every_rule_gives_the_same_report_for_any_workers(
         rules={
             "LEN001": {"max_seq_len": 64},
             "MIX001": {"recipe": {"fortunes": 0.6, "pydoc": 0.3, "glossary": 0.1}},
+            # the feature table GX001 builds (no suite: Great Expectations is not imported)
+            "GX001": {"export": str(tmp_path / "features.parquet")},
         },
     )
     parallel, p_report = _run(data, workers=2, batch_size=40, **options)
@@ -95,8 +97,26 @@ def test_every_rule_gives_the_same_report_for_any_workers(
     # every rule ran to a verdict, so the comparison covers every rule's output
     results = {r["code"]: r for r in s_report.to_dict()["results"]}
     assert set(results) == set(load_rules().rules)
-    assert {c: r["status"] for c, r in results.items() if r["status"] in ("skipped", "error")} == {}
+    not_run = {c: r["status"] for c, r in results.items() if r["status"] in ("skipped", "error")}
+    assert {c: s for c, s in not_run.items() if c not in CHAT_RULES} == {}
     assert sum(len(r["findings"]) for r in results.values()) > 10
+
+
+#: rules that read chats or token columns: compared on the SFT fixtures below
+CHAT_RULES = ("FMT002", "FMT003", "FMT004")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["chat_tools", "chat_tokenized"])
+def test_the_chat_rules_give_the_same_report_for_any_workers(
+    monkeypatch, fixtures_dir, ground_truth, fixture
+):
+    monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 20)
+    options = dict(select=list(CHAT_RULES), rules=ground_truth[fixture]["options"])
+    parallel, p_report = _run(fixtures_dir / fixture, workers=2, batch_size=16, **options)
+    serial, s_report = _run(fixtures_dir / fixture, workers=1, batch_size=200, **options)
+    assert parallel == serial
+    assert p_report.flags().equals(s_report.flags()) and len(s_report.flags()) > 10
 
 
 @pytest.mark.slow
