@@ -59,8 +59,24 @@ def _tokenized_rows(n: int = 40) -> dict[str, list[dict]]:
     return {"train": rows}
 
 
+def _predictions(data: dict[str, list[dict]]) -> dict[str, list[str]]:
+    """Per split, a model's predicted labels for the sample: always wrong on class gamma (a
+    failing class) and on every other web row (a failing slice), right elsewhere."""
+    out = {}
+    for split, rows in data.items():
+        preds = []
+        for i, r in enumerate(rows):
+            wrong = r["label"] == "gamma" or (r["source"] == "web" and i % 2 == 0)
+            preds.append({"alpha": "beta", "beta": "alpha"}.get(r["label"], "alpha") if wrong
+                         else (r["label"] or "alpha"))  # fmt: skip
+        out[split] = preds
+    return out
+
+
 #: rules that fire only on data the samples lack
 DATA = {"FMT004": _tokenized_rows()}
+#: rules that need a model's predictions (EVAL): the classification sample and predictions for it
+PREDICTED = ("EVAL001", "EVAL002", "EVAL003")
 #: checks that cannot apply to a rule, and why; any other skip fails the test
 EXPECTED_SKIPS = {("INPUT001", "options_stored_verbatim"): "the rule has no options"}
 #: contract breaks known today, each with its reason (strict: a fix fails until removed here)
@@ -88,10 +104,13 @@ def cases(tmp_path_factory) -> dict[str, Case]:
     resources = dict(
         tokenizer=_train_bpe(texts), reference=sample_reference(), contamination_ref=[bench]
     )
-    return {
+    cases = {
         cls.code: Case(cls, OPTIONS.get(cls.code), data=DATA.get(cls.code), **resources)
         for cls in RULES
     }
+    for code in PREDICTED:
+        cases[code] = Case(cases[code].cls, data=data, predictions=_predictions(data), **resources)
+    return cases
 
 
 @pytest.mark.parametrize("check", list(CHECKS))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import COLORS, SPLIT_COLORS, esc, is_number, num, pct, table, value_text
+from ._eval import EVAL_CHART_KEYS, EVAL_CHARTS
 from ._svg import grouped_bars, hbars, heatmap, histograms, intervals, legend, token_bars
 
 __all__ = ["CHART_KEYS", "Context", "rule_chart"]
@@ -466,6 +467,8 @@ CHART_KEYS: dict[str, frozenset[str]] = {
     "TOK001": frozenset({"comparisons"}),
     "SHIFT001": frozenset({"comparisons"}),
 }
+_CHARTS.update(EVAL_CHARTS)  # the EVAL rules' charts live in their own module
+CHART_KEYS.update(EVAL_CHART_KEYS)
 
 
 def rule_chart(r: dict[str, Any], ctx: Context) -> str:

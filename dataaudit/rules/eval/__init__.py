@@ -1,0 +1,1 @@
+"""Model evaluation from predictions: failing classes, failure slices, error types (EVAL)."""

@@ -1,0 +1,333 @@
+"""EVAL002: slices of rows where the model fails significantly more often."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...context import AuditContext
+from ...features import Batch
+from ...rule import Direction, Finding, Flag, RuleResult, Severity
+from ...stats import benjamini_hochberg, binomial_excess, cohens_h, excess_pvalue
+from ...wording import plural
+from .._origin import check_origin, state_origin
+from ._rows import EvalRule, Rows, Table, collect, gather, grade
+
+#: the rules whose row flags are slice dimensions, and what a flag of each says about the row
+FLAG_SLICES = {
+    "DUP001": "exact duplicate",
+    "DUP002": "near duplicate",
+    "LEAK001": "also in another split (leak)",
+    "LEAK002": "shares a long n-gram (contamination)",
+    "LBL001": "conflicting labels",
+    "LBL002": "label doubted",
+    "LEN001": "truncated",
+    "LEN002": "length outlier",
+    "TXT001": "empty text",
+    "TXT002": "encoding damage",
+    "TXT003": "extreme length",
+}
+
+
+class FailureSlices(EvalRule):
+    """Slices of rows (a source, a length range, duplicates, leaks, doubted labels, a split, a
+    value of another column) where the model's error rate is significantly higher.
+
+    What it does:
+        Joins the model's predictions (``predictions=``) to the rows and searches one-attribute
+        slices over what the audit knows of each row: its split, its source, its length
+        (quartile buckets of the audit's token lengths), whether another rule flagged it (exact
+        or near duplicate, leaked, contaminated, conflicting or doubted label, truncated, length
+        outlier, empty, encoding damage: the rules in ``FLAG_SLICES`` that ran) and the values
+        of the dataset's other columns with at most ``max_values`` distinct values. Each slice
+        of at least ``min_size`` rows is tested against the rest with a one-sided Fisher exact
+        test; Benjamini–Hochberg over every slice tested controls the false discovery rate at
+        ``alpha``. A significant slice with lift (its error rate over the overall rate) of at
+        least ``min_lift`` is a finding, graded by Cohen's h between the slice and the rest
+        (large on ``large_support`` rows: error; medium: warning; small: note), with its size,
+        error rate, lift, p and q values and wrong rows as examples. Rows that LBL002 doubts
+        and whose prediction is the label LBL002 finds likely are reported apart (flagged for
+        review): there the label, not the model, may be wrong.
+
+    Why it matters:
+        A model that fails on one source, on long rows or on duplicated rows has learned
+        something about the data, not the task; and a test row whose label is wrong counts as
+        the model's error. Knowing where it fails says what to fix: the data, the labels or the
+        model.
+
+    Example:
+        ``source = 'glossary': error rate 0.62 vs 0.18 overall (lift 3.4, 58 rows, q=2e-9)``.
+
+    Options:
+        alpha: false discovery rate over all slices tested (default 0.05).
+        min_size: smallest slice tested, in rows (default 10).
+        min_lift: smallest lift reported (default 1.25).
+        min_effect: smallest effect size (Cohen's h) reported (default 0.2).
+        large_support: rows a slice needs for a large effect to be an error (default 30).
+        max_values: columns with more distinct values are not sliced (default 50).
+        max_chars: characters of a wrong row's text kept for examples (default 1000).
+        max_listed: slices listed in the details, ranked by q-value (default 50).
+    """
+
+    code = "EVAL002"
+    name = "eval.failure-slices"
+    severity = Severity.WARN
+    after = tuple(FLAG_SLICES)
+
+    def __init__(
+        self,
+        alpha: float = 0.05,
+        min_size: int = 10,
+        min_lift: float = 1.25,
+        min_effect: float = 0.2,
+        large_support: int = 30,
+        max_values: int = 50,
+        max_chars: int = 1000,
+        max_listed: int = 50,
+    ):
+        self.alpha = alpha
+        self.min_size = min_size
+        self.min_lift = min_lift
+        self.min_effect = min_effect
+        self.large_support = large_support
+        self.max_values = max_values
+        self.max_chars = max_chars
+        self.max_listed = max_listed
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        tok = ctx.resources.tokenizer.key
+        return {"origin": state_origin(self, ctx, tokenizer=tok), "tok": tok, "rows": Rows()}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        collect(state["rows"], batch, tok=state["tok"], max_chars=int(self.max_chars), user=True)
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
+        return {**a, "rows": a["rows"].merge(b["rows"])}
+
+    # -- finish ------------------------------------------------------------------------------------
+    def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        t = gather(state["rows"])
+        result = RuleResult(
+            thresholds={
+                "alpha": self.alpha,
+                "min_size": self.min_size,
+                "min_lift": self.min_lift,
+            }
+        )
+        if t.n == 0:
+            result.skipped = "no row with a prediction has a label or score to judge it by"
+            return result
+        wrong = t.wrong
+        n, errors = t.n, int(wrong.sum())
+        rate = errors / n
+        result.metric("error_rate", round(rate, 6), Direction.LOWER)
+        dims, unavailable = self._dimensions(t, ctx)
+        tested: list[dict[str, Any]] = []
+        members: list[np.ndarray] = []
+        for dim, values in dims.items():
+            for value, mask in values:
+                m = int(mask.sum())
+                if m < int(self.min_size) or m >= n:
+                    continue
+                k = int(wrong[mask].sum())
+                tested.append(
+                    {
+                        "dimension": dim,
+                        "value": value,
+                        "size": m,
+                        "wrong": k,
+                        "error_rate": k / m,
+                        "lift": (k / m) / rate if rate else 0.0,
+                        "rest_error_rate": (errors - k) / (n - m),
+                        "p": excess_pvalue(k, m, errors, n),
+                    }
+                )
+                members.append(mask)
+        qvalues = benjamini_hochberg([s["p"] for s in tested])
+        for s, q in zip(tested, qvalues):
+            s["q"] = float(q)
+            s["effect_h"] = cohens_h(1 - s["rest_error_rate"], 1 - s["error_rate"])
+        order = sorted(
+            range(len(tested)),
+            key=lambda i: (tested[i]["q"], -tested[i]["lift"], tested[i]["dimension"],
+                           str(tested[i]["value"])),
+        )  # fmt: skip
+        found = 0
+        for i in order:
+            s = tested[i]
+            if s["q"] > float(self.alpha) or s["lift"] < float(self.min_lift):
+                continue
+            level = grade(
+                s["effect_h"],
+                s["size"],
+                min_effect=float(self.min_effect),
+                large_support=int(self.large_support),
+            )
+            if level is None:
+                continue
+            found += 1
+            chosen = np.flatnonzero(members[i] & wrong)[: ctx.max_examples]
+            result.findings.append(
+                Finding(
+                    message=f"{_slice_name(s)}: error rate {s['error_rate']:.2f} vs "
+                    f"{s['rest_error_rate']:.2f} for the other rows (lift {s['lift']:.2f}, "
+                    f"{plural(s['size'], 'row')}, q={s['q']:.2g}, effect h={s['effect_h']:.2f})",
+                    key=f"slice|{s['dimension']}|{s['value']}",
+                    severity=Severity(level),
+                    count=s["wrong"],
+                    examples=[t.example(ctx, int(j)) for j in chosen],
+                    data=_rounded(s),
+                )
+            )
+        result.metric("failing_slices", found, Direction.LOWER)
+        result.metric("slices_tested", len(tested), Direction.NONE)
+        agreement = self._label_not_model(result, t, ctx)
+        result.details = {
+            "rows": n,
+            "wrong": errors,
+            "error_rate": round(rate, 6),
+            "dimensions": {d: len(v) for d, v in dims.items()},
+            "unavailable": unavailable,
+            "slices": [_rounded(tested[i]) for i in order[: int(self.max_listed)]],
+            "unjudged": dict(state["rows"].unjudged),
+            "label_not_model": agreement,
+        }
+        return result
+
+    def _dimensions(
+        self, t: Table, ctx: AuditContext
+    ) -> tuple[dict[str, list[tuple[Any, np.ndarray]]], dict[str, str]]:
+        dims: dict[str, list[tuple[Any, np.ndarray]]] = {}
+        unavailable: dict[str, str] = {}
+        if len(set(t.split.tolist())) > 1:
+            dims["split"] = _categories(t.split.tolist(), None)
+        else:
+            unavailable["split"] = "every row with a prediction is in one split"
+        if t.source is not None:
+            dims["source"] = _categories(t.source, int(self.max_values))
+        else:
+            unavailable["source"] = "the dataset has no source column (source=COLUMN)"
+        dims["length"] = _length_buckets(t.length, ctx.resources.tokenizer.unit)
+        keys = {(s, int(r)): i for i, (s, r) in enumerate(zip(t.split.tolist(), t.row.tolist()))}
+        for code, meaning in FLAG_SLICES.items():
+            res = ctx.results.get(code)
+            if res is None:
+                unavailable[f"{meaning} ({code})"] = f"{code} did not run in this audit"
+                continue
+            mask = np.zeros(t.n, bool)
+            for f in res.flags:
+                i = keys.get((f.split, int(f.row)))
+                if i is not None:
+                    mask[i] = True
+            dims[f"{meaning} ({code})"] = [("yes", mask), ("no", ~mask)]
+        for col, values in sorted(t.user.items()):
+            distinct = len(set(values))
+            if 2 <= distinct <= int(self.max_values):
+                dims[f"column {col}"] = _categories(values, int(self.max_values))
+            else:
+                unavailable[f"column {col}"] = (
+                    f"{distinct} distinct value(s); sliced when 2 to max_values={self.max_values}"
+                )
+        return dims, unavailable
+
+    def _label_not_model(
+        self, result: RuleResult, t: Table, ctx: AuditContext
+    ) -> dict[str, Any] | None:
+        """Wrong rows whose prediction is the label LBL002 finds likely: the label may be wrong.
+
+        A model that errs at random on a doubted row would name LBL002's likely label one time
+        in (classes - 1); reported (and the rows flagged for review) when the agreement is
+        significantly above that chance (one-sided binomial test at ``alpha``)."""
+        res = ctx.results.get("LBL002")
+        if res is None:
+            return None
+        likely: dict[tuple[str, int], str] = {}
+        for f in res.flags:
+            detail = f.detail or ""
+            if "likely=" in detail:
+                likely[(f.split, int(f.row))] = detail.split("likely=", 1)[1]
+        doubted = [
+            i
+            for i in np.flatnonzero(t.wrong).tolist()
+            if t.pred[i] is not None and (str(t.split[i]), int(t.row[i])) in likely
+        ]
+        hits = [i for i in doubted if likely[(str(t.split[i]), int(t.row[i]))] == t.pred[i]]
+        classes = {c for c in t.gold if c is not None} | {c for c in t.pred if c is not None}
+        chance = 1 / max(len(classes) - 1, 1)
+        p = binomial_excess(len(hits), len(doubted), chance)
+        result.metric("label_not_model_rows", len(hits), Direction.LOWER)
+        agreement = {
+            "wrong_doubted_rows": len(doubted),
+            "predicted_as_likely": len(hits),
+            "chance": round(chance, 4),
+            "p": float(f"{p:.4g}"),
+        }
+        if not hits or p > float(self.alpha):
+            return agreement
+        for i in hits:
+            result.flags.append(
+                Flag(
+                    str(t.split[i]),
+                    int(t.row[i]),
+                    detail=f"given={t.gold[i]} predicted={t.pred[i]} (LBL002 likely={t.pred[i]})",
+                    action="review",
+                    id=t.ids[i],
+                )
+            )
+        splits = sorted({str(t.split[i]) for i in hits})
+        result.findings.append(
+            Finding(
+                message=f"{len(hits)} of the {plural(len(doubted), 'wrong row')} whose label "
+                f"LBL002 doubts {'is' if len(hits) == 1 else 'are'} predicted as the label LBL002 finds likely (chance: "
+                f"{chance:.0%}, p={p:.2g}): the label, not the model, may be wrong (splits: "
+                f"{', '.join(splits)}); relabel them before counting them as the model's errors",
+                key="label-not-model",
+                count=len(hits),
+                examples=[t.example(ctx, i) for i in hits[: ctx.max_examples]],
+                data=dict(agreement),
+            )
+        )
+        return agreement
+
+
+def _categories(values: list[Any], limit: int | None) -> list[tuple[Any, np.ndarray]]:
+    arr = np.array(["\x00null" if v is None else str(v) for v in values], dtype=object)
+    uniq = sorted(set(arr.tolist()))
+    if limit is not None and len(uniq) > limit:
+        return []
+    return [(None if u == "\x00null" else u, arr == u) for u in uniq]
+
+
+def _length_buckets(length: np.ndarray, unit: str) -> list[tuple[Any, np.ndarray]]:
+    if not len(length):
+        return []
+    edges = sorted(set(np.quantile(length, [0.25, 0.5, 0.75], method="lower").astype(int)))
+    out = []
+    lo = int(length.min())
+    for e in [*edges, int(length.max())]:
+        mask = (length >= lo) & (length <= e)
+        if mask.any() and e >= lo:
+            out.append((f"{lo}-{e} {unit}", mask))
+        lo = e + 1
+    return out
+
+
+def _slice_name(s: dict[str, Any]) -> str:
+    dim, value = s["dimension"], s["value"]
+    if value in ("yes", "no") and dim.endswith(")") and "(" in dim:
+        meaning, code = dim[:-1].rsplit(" (", 1)
+        return f"rows {code} flags ({meaning})" if value == "yes" else f"rows {code} does not flag"
+    return f"{dim} = {value!r}"
+
+
+def _rounded(s: dict[str, Any]) -> dict[str, Any]:
+    out = dict(s)
+    for k in ("error_rate", "rest_error_rate", "lift", "effect_h"):
+        out[k] = round(float(out[k]), 4)
+    for k in ("p", "q"):
+        out[k] = float(f"{out[k]:.4g}")
+    out["slice"] = _slice_name(s)
+    return out
