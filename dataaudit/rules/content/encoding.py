@@ -20,6 +20,7 @@ _LEADS = "\u00c2-\u00f4"  # UTF-8 lead bytes 0xC2-0xF4 as Windows-1252 shows the
 _MOJIBAKE_RUN = re.compile(f"[{_LEADS}][{re.escape(_CONTINUATION)}]{{1,3}}")
 _MOJIBAKE_PREFILTER = f"[{_LEADS}][" + "".join(f"\\x{{{ord(c):x}}}" for c in _CONTINUATION) + "]"
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+_DAMAGE = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{fffd}]"  # control characters or U+FFFD
 
 
 def _decodes_to_one_char(run: str) -> bool:
@@ -90,23 +91,30 @@ class EncodingDamage(RowCheckRule):
         return self.categories if self.check_mojibake else self.categories[:2]
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
-        # U+FFFD and mojibake need non-ASCII characters: an ASCII check (a cheap kernel) limits
-        # those regexes to the few non-ASCII rows; control characters need one pass over all.
         text = batch.text
-        masks = {"replacement_char": np.zeros(batch.num_rows, dtype=bool)}
-        masks["control_chars"] = _mask(text, _CONTROL)
+        # control characters and U+FFFD: one regex pass over all rows, then which kind on the
+        # few rows it hit
+        damaged = np.flatnonzero(_mask(text, _DAMAGE))
+        masks = {
+            "replacement_char": np.zeros(batch.num_rows, dtype=bool),
+            "control_chars": np.zeros(batch.num_rows, dtype=bool),
+        }
+        if damaged.size:
+            hit = text.take(pa.array(damaged))
+            masks["control_chars"][damaged] = _mask(hit, _CONTROL)
+            masks["replacement_char"][damaged] = _mask(hit, "\ufffd")
+        if not self.check_mojibake:
+            return masks
+        # mojibake needs non-ASCII characters: an ASCII check (a cheap kernel) limits its regex
+        # to the few non-ASCII rows
+        masks["mojibake"] = np.zeros(batch.num_rows, dtype=bool)
         non_ascii = np.flatnonzero(
             ~np.asarray(
                 pc.fill_null(pc.string_is_ascii(text), True).to_numpy(zero_copy_only=False), bool
             )
         )
-        if self.check_mojibake:
-            masks["mojibake"] = np.zeros(batch.num_rows, dtype=bool)
-        if not non_ascii.size:
-            return masks
-        sub = text.take(pa.array(non_ascii))
-        masks["replacement_char"][non_ascii] = _mask(sub, "\ufffd")
-        if self.check_mojibake:
+        if non_ascii.size:
+            sub = text.take(pa.array(non_ascii))
             candidates = non_ascii[_mask(sub, _MOJIBAKE_PREFILTER)]
             masks["mojibake"][candidates] = [is_mojibake(text[int(i)].as_py()) for i in candidates]
         return masks
