@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from . import engine
+from . import engine as _engine
 from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
 from .corpus import load_corpus
@@ -77,7 +77,10 @@ def audit(
     require_roles: list[str] | str | None = None,
     extra_rules: list[type[Rule]] | None = None,
     baseline: str | os.PathLike | None = None,
+    predictions: Any = None,
+    engine: str = "local",
     expectations: Any = None,
+    ray_address: str | None = None,
     **columns: str,
 ) -> Report:
     """Audit a dataset and return a Report; ``report.passed`` is the gate.
@@ -92,12 +95,19 @@ def audit(
     ``require_roles`` are column roles the data must have (InputError before the scan).
     ``extra_rules``: Rule classes to run in this audit as if installed (select them by code,
     prefix or group like any rule; with ``workers`` > 1 they must live in an importable module).
-    ``expectations``: a Great Expectations suite (a JSON path or the suite object) that GX001
-    runs on the columns and per-row features (``pip install 'dataaudit[gx]'``).
     ``baseline``: a file of accepted findings (``dataaudit baseline``): they are reported as
     suppressed and do not count towards a rule's status or the gate.
+    ``predictions``: a model's predictions for the EVAL rules (which then run): a dataset column
+    name, a file (.csv/.jsonl/.parquet keyed by ``row`` or ``id``), an array per row, or
+    ``{"probabilities": P, "classes": [...]}``; see dataaudit/resources/predictions.py.
+    ``expectations``: a Great Expectations suite (a JSON path or the suite object) that GX001
+    runs on the columns and per-row features (``pip install 'dataaudit[gx]'``).
+    ``engine="ray"``: fold, merge and finish on a Ray cluster (``pip install 'dataaudit[ray]'``):
+    the one at ``ray_address`` (``"auto"``, ``"ray://host:10001"``), the one this process is
+    connected to, or a local one; same report as the local engine.
     """
     t0 = time.perf_counter()
+    _check_engine(engine)
     unknown = sorted(set(columns) - set(ROLE_NAMES))
     if unknown:
         raise ConfigError(
@@ -128,15 +138,28 @@ def audit(
         require_rules=require_rules,
         require_roles=require_roles,
         baseline=os.fspath(baseline) if baseline is not None else None,
+        predictions=os.fspath(predictions)
+        if isinstance(predictions, (str, os.PathLike))
+        else None,
     )
     accepted = None
     if cfg.baseline is not None:  # read before the scan: a bad file fails in a second
         from .report.baseline import load_baseline
 
         accepted = load_baseline(cfg.baseline)
-    built, plugin_errors = resolve_rules(cfg, extra_rules)
+    predictions = predictions if predictions is not None else cfg.predictions
+    # given predictions, the EVAL rules run (group "predictions"; ignore them like any rule)
+    selecting = (
+        dataclasses.replace(cfg, extend_select=[*cfg.extend_select, "predictions"])
+        if predictions is not None
+        else cfg
+    )
+    built, plugin_errors = resolve_rules(selecting, extra_rules)
     corpus = load_corpus(data, split=cfg.split, roles=cfg.columns, on_bad_lines=cfg.on_bad_lines)
     check_required_roles(cfg, corpus)
+    from .resources.predictions import PredictionCheck, resolve_predictions
+
+    joined = resolve_predictions(predictions, corpus)  # checked before the scan
     # objects (a Tokenizer, a Dataset) come as arguments; the config keeps only what serializes
     reference = reference if reference is not None else cfg.reference
     ctx = AuditContext.from_corpus(
@@ -150,21 +173,43 @@ def audit(
             contamination_ref=cfg.contamination_ref,
         ),
     )
+    watch = None
+    if joined is not None:
+        ctx.resources = dataclasses.replace(ctx.resources, predictions=joined)
+        watch = PredictionCheck(joined, corpus)
     stages = {"load": time.perf_counter() - t0}  # config, rules, input schema, resources
     clock = time.perf_counter()
-    state = engine.start(built, ctx)
+    state = _engine.start(built, ctx)
     known = [s.num_rows for s in corpus.splits.values()]
     total = (
         sum(known) if all(k is not None for k in known) and corpus.split_column is None else None
     )
     batches = corpus.stream(cfg.batch_size)
-    if cfg.workers > 1:
-        engine.scan_parallel(
+    if watch is not None:  # ids, row counts and the label set, checked right after the scan
+        batches = watch.watch(batches)
+    remote = None
+    if engine == "ray":  # the rule states stay on the cluster until each rule finishes there
+        from .engine.ray import scan_ray
+
+        remote = scan_ray(
+            state,
+            corpus,
+            ctx,
+            batches=batches if watch is not None else None,
+            batch_size=cfg.batch_size,
+            address=ray_address,
+            progress=progress,
+            total_rows=total,
+        )
+    elif cfg.workers > 1:
+        _engine.scan_parallel(
             state, batches, ctx, workers=cfg.workers, progress=progress, total_rows=total
         )
     else:
-        engine.scan(state, batches, ctx, progress=progress, total_rows=total)
+        _engine.scan(state, batches, ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
+    if watch is not None and state.stopped is None:
+        watch.check()
     stages["scan"], clock = time.perf_counter() - clock, time.perf_counter()
     if reference is not None:
         # the drift rules that ran compare with the reference's sketches at finish
@@ -174,7 +219,10 @@ def audit(
         sketches = build_reference(reference, active, cfg, ctx, progress=progress)
         ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
         stages["reference"], clock = time.perf_counter() - clock, time.perf_counter()
-    engine.finish(state, ctx, progress=progress)
+    if remote is not None:
+        remote.finish(state, ctx, progress=progress)
+    else:
+        _engine.finish(state, ctx, progress=progress)
     stages["finish"] = time.perf_counter() - clock
     return Report.build(
         [run.outcome() for run in state.runs],
@@ -191,6 +239,7 @@ def audit(
             "stages": {k: round(v, 6) for k, v in stages.items()},
             "scan": state.timings.to_dict(),
         },
+        engine=remote.engine if remote is not None else None,
     )
 
 
@@ -205,7 +254,17 @@ def _with_expectations(
     return rules, [*extra, "GX001"]
 
 
-def _check_not_empty(state: engine.ScanState) -> None:
+def _check_engine(engine: str) -> None:
+    """A known engine, and Ray installed for ``engine="ray"``, before any data is read."""
+    if engine == "ray":
+        from .engine.ray import require_ray
+
+        require_ray()
+    elif engine != "local":
+        raise ConfigError(f"engine={engine!r}: use 'local' (with workers=N) or 'ray'.")
+
+
+def _check_not_empty(state: _engine.ScanState) -> None:
     from .errors import InputError
 
     for name, ident in state.identity.items():

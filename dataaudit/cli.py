@@ -146,7 +146,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     data: Any = args.paths[0] if len(args.paths) == 1 else list(args.paths)
     config = args.config or discover_pyproject()
     reads = [*args.paths, *(args.contamination_ref or [])]
-    reads += [p for p in (args.reference, config, args.tokenizer) if p]
+    reads += [p for p in (args.reference, config, args.tokenizer, args.predictions) if p]
     reads += [args.expectations] if args.expectations else []
     _check_outputs(args, reads)
     # with a report on stdout, the summary goes to stderr so stdout stays one valid document
@@ -164,6 +164,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         rules=rules or None,
         batch_size=args.batch_size,
         workers=args.workers,
+        engine=args.engine,
+        ray_address=args.ray_address,
         progress=progress,
         tokenizer=args.tokenizer,
         contamination_ref=args.contamination_ref,
@@ -172,6 +174,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         require_rules=_csv(args.require_rules),
         require_roles=_csv(args.require_roles),
         baseline=args.baseline,
+        predictions=args.predictions,
         expectations=args.expectations,
         **{r: getattr(args, r) for r in ROLE_NAMES if getattr(args, r) is not None},
     )
@@ -472,6 +475,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--reference", metavar="PATH", help="baseline dataset (or saved report) to compare against"
     )
     p.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="a model's predictions (.csv/.jsonl/.parquet keyed by row or id, or a column name): "
+        "runs the EVAL rules (failing classes, failure slices, error types)",
+    )
+    p.add_argument(
         "--on-bad-lines",
         choices=["error", "skip"],
         help="a record that cannot be read: stop with an error (default) or skip it and list it "
@@ -479,6 +488,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=int, metavar="ROWS")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the scan (same report)")
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this machine (--workers N); ray: a Ray cluster (pip install "
+        "'dataaudit[ray]'); same report",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster for --engine ray ('auto', ray://host:10001); default: a local one",
+    )
     p.add_argument("--json", metavar="FILE", help="write the JSON report (- for stdout)")
     p.add_argument("--html", metavar="FILE", help="write the HTML report")
     p.add_argument(
@@ -589,6 +610,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", action="append", metavar="SPLITS", help="only clean these splits")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     p.set_defaults(func=cmd_clean)
+
+    from .signals.cli import add_parser as add_signals_parser
+
+    add_signals_parser(sub)
 
     p = sub.add_parser(
         "gx-suite", help="print a Great Expectations suite that encodes a report's thresholds"
