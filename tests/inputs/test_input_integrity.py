@@ -375,3 +375,15 @@ def test_on_bad_lines_from_the_cli_and_a_pack(tmp_path):
     pack.write_text("on_bad_lines: ignore\n")
     with pytest.raises(Exception, match="on_bad_lines='ignore': use 'error'"):
         audit(path, config=str(pack))
+
+
+def test_jsonl_bad_line_after_a_block_of_blank_lines_is_named_by_its_line(tmp_path, monkeypatch):
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    lines = [json.dumps(r) for r in rows(5)] + [""] * 10_000 + ["{not json"]
+    path = tmp_path / "train.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    # blocks that hold only blank lines still count their lines
+    with pytest.raises(InputError, match=rf"train.jsonl:{len(lines)}: not valid JSON"):
+        audit(path, select=["TXT001"])
