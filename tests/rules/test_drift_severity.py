@@ -145,3 +145,29 @@ def test_label_messages_count_in_the_right_number():
     assert "test: 1 class of train has no rows here" in messages
     assert "class 'z' (1 row) never appears in train" in messages
     assert "1 classes" not in messages and "(1 rows)" not in messages
+
+
+def test_two_samples_of_one_distribution_do_not_differ_in_a_diff():
+    """The drift metrics carry their sampling noise, so a diff of two versions drawn from the
+    same distribution calls none of them worse or regressed."""
+    from dataaudit import diff
+
+    def version(seed):
+        data = _rows(random.Random(seed), 1500)
+        return audit({"train": data[:1200], "test": data[1200:]}, select=DRIFT, seed=7)
+
+    d = diff(version(21), version(22))
+    moved = [
+        (m.code, m.name, m.old, m.new, m.tolerance)
+        for m in d.metrics
+        if m.code in DRIFT and m.verdict in ("worse", "regressed")
+    ]
+    assert not moved
+    with_noise = {(m.code, m.name) for m in d.metrics if m.basis == "noise"}
+    assert {
+        ("SHIFT001", "auc"),
+        ("LEN003", "ks"),
+        ("TOK001", "js"),
+        ("LBL003", "label_cramers_v"),
+        ("MIX001", "source_mix_v"),
+    } <= with_noise

@@ -68,6 +68,12 @@ def _keyed(counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def _v_noise(dof: int, n: float) -> float | None:
+    """How far Cramér's V moves by sampling alone (a diff calls smaller moves unchanged): three
+    times sqrt(dof / n), the V of two same-distribution samples (chi² ~ dof)."""
+    return round(float(3 * np.sqrt(max(dof, 1) / n)), 6) if n > 0 else None
+
+
 def _share_shifts(classes, base_shares, shares) -> list[tuple[Any, float]]:
     """(class, share change), largest change first: the evidence of a label drift."""
     return sorted(
@@ -386,7 +392,13 @@ class ClassBalance(DriftRule):
         band = self._drift_band(v, pval)
         drift = band in ("warn", "error")
         result.metric("label_js_divergence_vs_reference", js, Direction.LOWER, split=split)
-        result.metric("label_cramers_v_vs_reference", v, Direction.LOWER, split=split)
+        result.metric(
+            "label_cramers_v_vs_reference",
+            v,
+            Direction.LOWER,
+            split=split,
+            noise=_v_noise(dof, r_total + c_total),
+        )
         result.metric("label_chi2_pvalue_vs_reference", pval, Direction.NONE, split=split)
         result.metric("classes_new_vs_reference", len(appeared), Direction.LOWER, split=split)
         result.metric("classes_gone_vs_reference", len(gone), Direction.LOWER, split=split)
@@ -584,9 +596,15 @@ class ClassBalance(DriftRule):
             p = np.array([tr.get(c, 0) for c in classes], float)
             q = np.array([ev.get(c, 0) for c in classes], float)
             js = js_divergence(p, q)
-            _, _, pval, v = chi2_contingency(np.vstack([p, q]))
+            _, dof, pval, v = chi2_contingency(np.vstack([p, q]))
             result.metric("label_js_divergence", js, Direction.LOWER, split=name)
-            result.metric("label_cramers_v", v, Direction.LOWER, split=name)
+            result.metric(
+                "label_cramers_v",
+                v,
+                Direction.LOWER,
+                split=name,
+                noise=_v_noise(dof, p.sum() + q.sum()),
+            )
             result.metric("label_chi2_pvalue", pval, Direction.NONE, split=name)
             band = self._drift_band(v, pval)
             if band is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -188,7 +189,10 @@ class LengthDrift(DriftRule):
             c = self.compare(base, other)
             result.details["comparisons"][label] = {k: rounded(v) for k, v in c.items()}
             suffix = "" if origin == "train" else "_vs_reference"
-            result.metric(f"ks{suffix}", c["ks"], Direction.LOWER, split=split)
+            # how far D moves between two versions by sampling alone: 3 standard errors (D's
+            # is about 0.5 sqrt(1/n1 + 1/n2), the difference of two D's sqrt(2) times that)
+            noise = round(3 * math.sqrt(0.5 * (1 / base.n + 1 / other.n)), 6)
+            result.metric(f"ks{suffix}", c["ks"], Direction.LOWER, split=split, noise=noise)
             result.metric(f"wasserstein{suffix}", c["wasserstein"], Direction.LOWER, split=split)
             result.metric(f"psi{suffix}", c["psi"], Direction.LOWER, split=split)
             band = c["severity"]

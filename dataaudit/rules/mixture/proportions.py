@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -264,7 +265,10 @@ class MixtureProportions(DriftRule):
                 "severity": band,
             }
             suffix = "" if origin == "train" else "_vs_reference"
-            result.metric(f"source_mix_v{suffix}", v, Direction.LOWER, split=split)
+            # how far V moves by sampling alone: 3 x sqrt(dof / n), the V of two
+            # same-distribution samples (chi² ~ dof)
+            noise = round(3 * math.sqrt(max(dof, 1) / table.sum()), 6) if table.sum() else None
+            result.metric(f"source_mix_v{suffix}", v, Direction.LOWER, split=split, noise=noise)
             if band is not None:
                 bs, os_ = table[0] / table[0].sum(), table[1] / table[1].sum()
                 shares = ", ".join(

@@ -239,9 +239,10 @@ class DomainShift(DriftRule):
             )
             result.details["comparisons"][label] = c
             suffix = "" if origin == "train" else "_vs_reference"
-            result.metric(
-                f"auc{suffix}", c["auc"], Direction.LOWER, split=split, noise=round(null_sd, 6)
-            )
+            # how far the AUC moves between two versions by sampling alone: 3 standard errors
+            # of the difference of two AUCs
+            noise = round(3 * math.sqrt(2) * null_sd, 6)
+            result.metric(f"auc{suffix}", c["auc"], Direction.LOWER, split=split, noise=noise)
             if band is not None:
                 mark = ", ".join(repr(g) for g in c["eval_ngrams"][:5]) or "no n-gram"
                 base_mark = ", ".join(repr(g) for g in c["base_ngrams"][:5]) or "no n-gram"
