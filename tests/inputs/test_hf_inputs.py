@@ -120,3 +120,19 @@ def test_hf_cache_arrow_file_and_metadata_beside_shards(tmp_path):
     report = audit(folder, select=["TXT001"])
     assert list(report.data["dataset"]["splits"]) == ["train"]
     assert report.data["dataset"]["splits"]["train"]["rows"] == 40
+
+
+def test_iterable_dataset_keeps_mixed_values_and_repairs_surrogates():
+    from dataaudit.corpus import load_corpus
+
+    def rows():  # no features: datasets hands the values over as they are
+        yield {"text": "hello there", "label": "a"}
+        yield {"text": 12345, "label": "b"}  # a number where text belongs
+        yield {"text": "bad \ud800 text", "label": "a"}  # a lone surrogate
+
+    corpus = load_corpus(datasets.IterableDataset.from_generator(rows))
+    (batch,) = [rb for _, rb in corpus.stream(100)]
+    assert batch.column("text").to_pylist() == ["hello there", "12345", "bad \ufffd text"]
+    assert batch.column("__dataaudit_type__text").to_pylist() == [None, "int", None]
+    (note,) = corpus.log.notes
+    assert (note.kind, note.count, note.places) == ("surrogates", 1, ["IterableDataset[train]"])
