@@ -396,14 +396,12 @@ def run_probe(
         return (
             f"needs at least 2 classes with >= {max(min_class_rows, folds)} rows each in the "
             f"sample; found {len(keep_classes)} (of {plural(len(counts), 'class')}, "
-            f"{plural(len(readable), 'row')})"
-            + note
+            f"{plural(len(readable), 'row')})" + note
         )
     if len(kept) < min_rows:
         return (
             f"too little data: {plural(len(kept), 'labeled row')} in usable classes, needs "
-            f">= {min_rows}"
-            + note
+            f">= {min_rows}" + note
         )
     if len(keep_classes) > max_classes:
         return (
