@@ -52,6 +52,13 @@ def test_length_drift_is_graded_by_ks():
     gross = [{"text": t} for t in sentences(rng, 1000, WORDS_A, 20, 90)]  # D ~0.6
     mod = audit({"train": train, "test": moderate}, select=["LEN003"])
     assert mod.status("LEN003") == "warn", mod.result("LEN003")["details"]
+    # the warn band is the rule's configured severity: a pack can re-grade it
+    strict = audit(
+        {"train": train, "test": moderate},
+        select=["LEN003"],
+        rules={"LEN003": {"severity": "error"}},
+    )
+    assert strict.status("LEN003") == "fail"
     big = audit({"train": train, "test": gross}, select=["LEN003"])
     assert big.status("LEN003") == "fail"
     assert _findings(big, "LEN003")[0]["data"]["severity"] == "error"
