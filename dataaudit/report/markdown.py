@@ -86,6 +86,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     if skipped:
         lines.append(f"{_ICON['skipped']} {len(skipped)} skipped: {', '.join(skipped)}  ")
     lines.append(f"{plural(s['flagged_rows'], 'row')} flagged")
+    lines += _signals(data.get("signals"))
     gate = data.get("gate") or {}
     baseline = gate.get("baseline")
     if baseline:
@@ -102,6 +103,25 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 _VERDICT_ORDER = ("regressed", "worse", "improved", "changed", "added", "removed")
+
+
+def _signals(section: Any, limit: int = 10) -> list[str]:
+    """A report of ``dataaudit signals``: its verdict and one line per finding (the step and
+    the message, which names the batch's reasons)."""
+    if not isinstance(section, dict):
+        return []
+    status = str(section.get("status", "pass"))
+    findings = [f for f in section.get("findings") or [] if isinstance(f, dict)]
+    lines = ["", f"**Training signals**: {_ICON.get(status, '')} {md(status, 10)}", ""]
+    for f in findings[:limit]:
+        lines.append(
+            f"- {_code(f.get('code'))} [{md(f.get('severity'), 10)}] {md(f.get('message'), 400)}"
+        )
+    if len(findings) > limit:
+        lines.append(f"- … {len(findings) - limit} more in the JSON report")
+    if not findings:
+        lines.append("- no findings in the training log")
+    return lines
 
 
 def render_diff_markdown(d: ReportDiff, *, max_items: int = 20) -> str:

@@ -157,3 +157,15 @@ def test_a_nan_in_the_log_fails_the_gate_and_names_its_batch(run_dir, tmp_path):
     alone = signals(log, run_dir / "data.jsonl")
     assert alone.signals["order"] is None
     assert [f["batch"] for f in alone.signals["findings"] if f["code"] == "SIG003"] == [None]
+
+
+def test_the_markdown_summary_lists_the_signals(planted, clean, truth):
+    text = planted.to_markdown()
+    assert "**Training signals**: 🟡 warn" in text
+    for plant in truth["planted"].values():
+        assert f"[warn] step {plant['step']}:" in text
+    assert "- no findings in the training log" in clean.to_markdown()
+    plain = {k: v for k, v in planted.data.items() if k != "signals"}
+    from dataaudit import Report
+
+    assert "Training signals" not in Report(plain).to_markdown()
