@@ -387,3 +387,32 @@ def test_jsonl_bad_line_after_a_block_of_blank_lines_is_named_by_its_line(tmp_pa
     # blocks that hold only blank lines still count their lines
     with pytest.raises(InputError, match=rf"train.jsonl:{len(lines)}: not valid JSON"):
         audit(path, select=["TXT001"])
+
+
+def test_depth_guard_finds_exactly_the_lines_nested_too_deep():
+    import random
+
+    from dataaudit.inputs.jsonl import MAX_DEPTH, _line_depth, _too_deep
+
+    rng = random.Random(0)
+    for _ in range(300):
+        lines = []
+        for _ in range(rng.randint(0, 30)):
+            k = rng.choice([0, 1, 5, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 1000])
+            lines.append(
+                rng.choice(
+                    [
+                        "[" * k + "]" * k,
+                        '{"a":' * k + "1" + "}" * k,
+                        json.dumps({"t": "[" * k}),  # brackets inside a string do not nest
+                        "".join(rng.choice(["[", '{"k":']) for _ in range(k)),
+                    ]
+                )
+            )
+        block = ("\n".join(lines) + rng.choice(["", "\n"])).encode()
+        expected = [
+            (i, d)
+            for i, raw in enumerate(block.split(b"\n"))
+            if (d := _line_depth(raw)) > MAX_DEPTH
+        ]
+        assert _too_deep(block) == (expected, block.count(b"\n"))
