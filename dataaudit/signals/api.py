@@ -54,6 +54,7 @@ def signals(
     fail_on: str | None = None,
     seed: int | None = None,
     progress: bool = False,
+    report: Any = None,
     **columns: str,
 ) -> Any:
     """Read a training log against the data the run trained on; return the data's Report with
@@ -67,7 +68,10 @@ def signals(
     with ``batch_size`` (rows per forward pass over all devices) and
     ``gradient_accumulation_steps``: each spike is then mapped to its batch, compared with the
     corpus. ``train_split``: the split the run trained on (default: the training split).
-    ``max_grad_norm``: the clipping threshold, for the share of clipped steps. ``z``: the
+    ``report``: the audit of ``data`` already made (a report JSON path or a Report): its row
+    flags and gate are used instead of auditing again (checked: the training split's rows and
+    content hash must be the report's). ``max_grad_norm``: the clipping threshold, for the
+    share of clipped steps. ``z``: the
     robust z-score from which a step is a spike, against ``window`` steps on each side;
     ``batch_z``: from which a batch measure is a reason.
     """
@@ -109,19 +113,35 @@ def signals(
                 + f" (up to {last}): the order belongs to another run, or batch_size / "
                 "gradient_accumulation_steps are not the run's."
             )
+    base = _given_report(report, fail_on) if report is not None else None
     table = None
-    if steps_rows is not None:
+    if steps_rows is not None or base is not None:
         from ..config import load_config
 
-        # the roles the audit will use (the config's columns and the arguments), so the rows
-        # are read the same way; the order is checked against the data before the audit runs
-        roles = load_config(config, columns={k: v for k, v in columns.items() if v} or None)
-        table = load_rows(data, train_split, roles.columns)
+        # the rows are read as the audit reads them (the config's columns and split column,
+        # and the arguments); the order is checked against the data before the audit runs
+        if base is not None:  # the roles the report's audit used, given or detected
+            used = base.data["config"]
+            roles = {k: v["column"] for k, v in base.data["dataset"]["roles"].items()}
+            split_column, bad_lines = used.get("split"), used.get("on_bad_lines")
+        else:
+            cfg = load_config(config, columns={k: v for k, v in columns.items() if v} or None)
+            roles, split_column, bad_lines = cfg.columns, cfg.split, cfg.on_bad_lines
+        table = load_rows(data, train_split, roles, split_column, bad_lines)
+        if base is not None:
+            _check_same_data(base, table)
         # every step of the order must name rows of this data: check them all, not only spikes
-        for step, refs in steps_rows.items():
+        for step, refs in (steps_rows or {}).items():
             table.resolve(refs, step)
-    report = audit(data, config=config, fail_on=fail_on, seed=seed, progress=progress, **columns)
+    if base is not None:
+        report = base
+    else:
+        report = audit(
+            data, config=config, fail_on=fail_on, seed=seed, progress=progress, **columns
+        )
     events, metrics = detect(training, opts)
+    if steps_rows is None:
+        table = None  # read only to check the report; no batch without an order
     if table is not None:
         table.attach_flags(report.flags())
     max_examples = int(report.data["config"].get("max_examples", 5))
@@ -216,3 +236,42 @@ def signals(
     }
     report.add_signals(section)
     return report
+
+
+def _given_report(report: Any, fail_on: str | None) -> Any:
+    """A copy of an audit report to add the signals to (a path is loaded and checked)."""
+    import copy
+
+    from ..report import Report
+
+    base = Report.load(report) if isinstance(report, (str, os.PathLike)) else report
+    if not isinstance(base, Report):
+        raise ConfigError("report= takes a report JSON path or a Report.")
+    if base.signals is not None:
+        raise ConfigError(
+            "report= already has a signals section; pass the audit's own report (dataaudit audit "
+            "--json), not the output of dataaudit signals."
+        )
+    if fail_on is not None and str(fail_on).lower() != base.data["fail_on"]:
+        raise ConfigError(
+            f"fail_on={fail_on} but the report was gated at fail_on={base.data['fail_on']}: audit "
+            "again with that fail_on, or leave fail_on out to keep the report's."
+        )
+    return Report(copy.deepcopy(base.data))
+
+
+def _check_same_data(base: Any, table: Any) -> None:
+    """The report must be an audit of this data: same rows and content in the trained split."""
+    splits = base.data["dataset"]["splits"]
+    info = splits.get(table.split)
+    if info is None:
+        raise InputError(
+            f"the report has no split {table.split!r} (it has {', '.join(splits) or 'none'}): it "
+            "is the audit of other data; pass the report of the data the run trained on."
+        )
+    if info["rows"] != table.rows or info["content_hash"] != table.content_hash:
+        raise InputError(
+            f"the report audited other data: split {table.split!r} has {info['rows']} rows "
+            f"({info['content_hash']}) in the report and {table.rows} ({table.content_hash}) in "
+            "the data given; audit this data again, or pass the data the report audited."
+        )

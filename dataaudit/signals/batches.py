@@ -60,6 +60,7 @@ class RowTable:
     labels: list[str]
     flags: dict[str, np.ndarray]  # family -> bool per row
     flag_codes: list[list[str]]
+    content_hash: str = ""
 
     def attach_flags(self, flags: Any) -> None:
         """Join the audit's row flags (a polars frame of split, row, code; None: no flags)."""
@@ -120,13 +121,23 @@ def _categories(values: list[Any]) -> tuple[np.ndarray, list[str]]:
     return codes, names + ["(none)"]
 
 
-def load_rows(data: Any, split: str | None, roles: dict[str, str] | None) -> RowTable:
-    """Read the training split's rows through the audit's roles (its flags come later:
-    :meth:`RowTable.attach_flags`)."""
+def load_rows(
+    data: Any,
+    split: str | None,
+    roles: dict[str, str] | None,
+    split_column: str | None = None,
+    on_bad_lines: str | None = None,
+) -> RowTable:
+    """Read the training split's rows as the audit reads them (its roles, split column and
+    bad-line policy); the audit's flags come later (:meth:`RowTable.attach_flags`). The split's
+    content hash is the audit's (``dataset.splits[...].content_hash``), to tell a report of
+    other data."""
     from ..context import AuditContext
     from ..corpus import load_corpus
+    from ..identity import SplitIdentity
 
-    corpus = load_corpus(data, roles=roles or None)
+    kwargs = {"on_bad_lines": on_bad_lines} if on_bad_lines else {}
+    corpus = load_corpus(data, split=split_column, roles=roles or None, **kwargs)
     ctx = AuditContext.from_corpus(corpus)
     names = list(ctx.splits)
     if split is None:
@@ -146,9 +157,11 @@ def load_rows(data: Any, split: str | None, roles: dict[str, str] | None) -> Row
     sources: list[Any] = []
     labels: list[Any] = []
     offset = 0
+    identity = SplitIdentity()
     for name, rb in corpus.stream(4096):
         if name != split:
             continue
+        identity.update(rb)
         batch = ctx.batch(name, rb, offset)
         offset += rb.num_rows
         texts.extend(batch.text.to_pylist())
@@ -185,6 +198,7 @@ def load_rows(data: Any, split: str | None, roles: dict[str, str] | None) -> Row
         flags={},
         flag_codes=[[] for _ in range(n)],
     )
+    table.content_hash = identity.content_hash()
     table.attach_flags(None)
     return table
 

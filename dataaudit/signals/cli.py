@@ -66,6 +66,12 @@ def add_parser(sub: Any) -> None:
         default=4.0,
         help="z against random batches from which a batch measure is a reason (4)",
     )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="the audit of DATA already made (dataaudit audit --json): its flags and gate are "
+        "used instead of auditing again (checked to be of this data)",
+    )
     p.add_argument("--config", help="rule pack name or YAML/TOML file for the audit of DATA")
     p.add_argument("--fail-on", choices=Severity.fail_on_choices())
     for role in ROLE_NAMES:
@@ -83,7 +89,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
     from ..rule import ROLE_NAMES
     from .api import signals
 
-    inputs = [args.log, *args.data, args.order, args.sampler_order]
+    inputs = [args.log, *args.data, args.order, args.sampler_order, args.report]
     outputs = [(o, p) for o, p in (("--json", args.json), ("--html", args.html)) if p]
     if sum(writes_stdout(p) for _, p in outputs) > 1:
         raise ConfigError("--json - and --html - both write to stdout; give one a file.")
@@ -110,6 +116,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
         config=args.config or discover_pyproject(),
         fail_on=args.fail_on,
         progress=False,
+        report=args.report,
         **{r: getattr(args, r) for r in ROLE_NAMES if getattr(args, r) is not None},
     )
     args.verdict = 0 if report.passed else 1

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from dataaudit.report.schema import report_schema
+from tests import FIXTURES
 
 #: the measure each planted batch must be unusual for, first (strongest) among its reasons
 REASON = {
@@ -169,3 +170,25 @@ def test_the_markdown_summary_lists_the_signals(planted, clean, truth):
     from dataaudit import Report
 
     assert "Training signals" not in Report(plain).to_markdown()
+
+
+def test_an_audit_report_is_reused_not_redone(run_dir, planted, tmp_path):
+    from dataaudit import audit, signals
+    from dataaudit.errors import ConfigError, InputError
+
+    audit(run_dir / "data.jsonl").to_json(tmp_path / "audit.json")
+    log, order = run_dir / "planted" / "trainer_state.json", run_dir / "planted" / "order.jsonl"
+    again = signals(
+        log, run_dir / "data.jsonl", order=order, max_grad_norm=4.0, report=tmp_path / "audit.json"
+    )
+    assert again.signals["findings"] == planted.signals["findings"]
+    assert again.data["gate"]["reasons"] == planted.data["gate"]["reasons"]
+    # a report of other data, a signals report, another fail_on: each says what to do
+    other = FIXTURES / "classification" / "train.jsonl"
+    with pytest.raises(InputError, match="the report audited other data: split 'train' has 512"):
+        signals(log, other, report=tmp_path / "audit.json")
+    planted.to_json(tmp_path / "signals.json")
+    with pytest.raises(ConfigError, match="already has a signals section"):
+        signals(log, run_dir / "data.jsonl", report=tmp_path / "signals.json")
+    with pytest.raises(ConfigError, match="gated at fail_on=error"):
+        signals(log, run_dir / "data.jsonl", report=tmp_path / "audit.json", fail_on="warn")
