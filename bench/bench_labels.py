@@ -9,7 +9,8 @@ Data (real labeled text, no download at run time):
 A text filed under two labels is dropped entirely (the clean labels are unambiguous); copies
 within one label are kept (real data has them; ``--dedup`` drops them). ``--rows`` rows are
 drawn (seeded), ``--flip`` (5%) of the labels are replaced by a different label at random
-(seeded), and the rows go to dataaudit as one train split.
+(seeded; ``--flip-copies``: all copies of a flipped text get the same wrong label, as when a
+mislabeled row was scraped twice), and the rows go to dataaudit as one train split.
 
 Both methods are scored against the flipped rows over ALL rows:
   * dataaudit: ``audit(select=["LBL002"])`` end to end at its defaults (``-o max_rows=50000``
@@ -176,6 +177,12 @@ def main() -> None:
     ap.add_argument("--flip", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dedup", action="store_true", help="drop copies within a label too")
+    ap.add_argument(
+        "--flip-copies",
+        action="store_true",
+        help="flip a text's copies together (a wrong label copied with its row, as scraped "
+        "or merged data has it) instead of each row on its own",
+    )
     ap.add_argument("-o", "--option", action="append", default=[], help="LBL002 option k=v")
     ap.add_argument("--cleanlab-python", default="/tmp/benchvenv2/bin/python")
     ap.add_argument("--no-cleanlab", action="store_true")
@@ -196,9 +203,18 @@ def main() -> None:
     rng.shuffle(rows)
     n = len(rows)
     flipped = set(rng.sample(range(n), int(round(args.flip * n))))
+    wrong: dict[str, str] = {}  # --flip-copies: every copy of a flipped text gets its wrong label
+    if args.flip_copies:
+        first = {}
+        for i, (text, _) in enumerate(rows):
+            first.setdefault(text, i)
+        flipped = {i for i, (text, _) in enumerate(rows) if first[text] in flipped}
     records = []
     for i, (text, cat) in enumerate(rows):
-        label = rng.choice([c for c in cats if c != cat]) if i in flipped else cat
+        if i in flipped and args.flip_copies:
+            label = wrong.setdefault(text, rng.choice([c for c in cats if c != cat]))
+        else:
+            label = rng.choice([c for c in cats if c != cat]) if i in flipped else cat
         records.append({"text": text, "label": label})
     truth = np.zeros(n, bool)
     truth[sorted(flipped)] = True

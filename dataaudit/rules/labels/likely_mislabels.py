@@ -51,7 +51,9 @@ class LikelyMislabels(Rule):
     Options:
         max_rows: training cap: the fold models train on a seeded uniform sample of at most
             this many labeled rows (the rows with the smallest seeded hash of split and row;
-            exact under sharding; default 20000). Rows beyond it are still scored.
+            exact under sharding; default 50000: on 38k rows of real text with 5% wrong labels,
+            training on all of them instead of 20k raised precision from 0.34 to 0.38 at the
+            same recall). Rows beyond it are still scored.
         max_scored: scoring cap: at most this many labeled rows are kept and scored (the same
             seeded order; default 500000: about a minute on 2 cores, and up to ``max_chars``
             characters of memory per row). Beyond it the report's coverage is partial and says
@@ -72,7 +74,7 @@ class LikelyMislabels(Rule):
 
     def __init__(
         self,
-        max_rows: int = 20000,
+        max_rows: int = 50000,
         max_scored: int = 500_000,
         folds: int = 5,
         min_rows: int = 50,

@@ -25,7 +25,7 @@ def test_fixture_flipped_labels_are_ranked(fixtures_dir, ground_truth):
     first = res["details"]["ranked"][0]
     assert {"given", "suggested", "confidence", "text"} <= set(first)
     sample = res["details"]["sample"]
-    assert sample["rows_sampled"] == 900 and sample["max_rows"] == 20000
+    assert sample["rows_sampled"] == 900 and sample["max_rows"] == 50000
     assert set(res["details"]["noise_by_class"]) >= {"computers", "food", "python"}
 
 
