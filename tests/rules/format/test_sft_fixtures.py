@@ -52,3 +52,21 @@ def test_chat_tokenized_masking_bugs_are_found_exactly(ground_truth):
     assert status["LBL003"] == "skipped"  # token labels are not a class label column
     share = report.metric("FMT004", "trained_share")
     assert share == pytest.approx(truth["trained_tokens"] / truth["attended_tokens"])
+
+
+def test_chat_sft_structure_problems_are_its_planted_ones(ground_truth):
+    """The older chat fixture: FMT002 finds its empty replies and its messages without content,
+    and nothing else (every other row is a well-formed conversation)."""
+    truth = ground_truth["chat_sft"]
+    report = audit(FIXTURES / "chat_sft", select=["FMT002"])
+    flags = report.flags()
+    train = sorted(
+        (row, detail)
+        for split, row, detail in flags.select("split", "row", "detail").rows()
+        if split == "train"
+    )
+    missing = truth["missing_content"]["train"] + truth["null_content"]["train"]
+    expected = [(r, "empty_assistant") for r in truth["empty_assistant"]["train"]]
+    expected += [(r, "bad_content") for r in missing]
+    assert train == sorted(expected)
+    assert set(flags["split"].to_list()) == {"train"}
