@@ -107,11 +107,26 @@ def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return a, b
 
 
+def _sorted_unique(key: np.ndarray) -> np.ndarray:
+    """The distinct values of a uint64 array, ascending, sorting it in place (numpy's hash-based
+    ``np.unique`` is several times slower on tens of millions of pair keys)."""
+    key.sort()
+    if len(key) < 2:
+        return key
+    keep = np.empty(len(key), bool)
+    keep[0] = True
+    np.not_equal(key[1:], key[:-1], out=keep[1:])
+    return key[keep]
+
+
+def _split_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
+
+
 def _unique_edges(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
-    key = np.unique((lo[keep].astype(U64) << U64(32)) | hi[keep].astype(U64))
-    return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
+    return _split_keys(_sorted_unique((lo[keep].astype(U64) << U64(32)) | hi[keep].astype(U64)))
 
 
 def candidate_pairs(
@@ -154,7 +169,7 @@ def cross_candidates(
     n = len(signatures)
     is_a = np.asarray(is_a, bool)
     valid = ~empty_rows(signatures)
-    pa_, pb_ = [], []
+    keys_: list[np.ndarray] = []
     if n == 0 or not (is_a & valid).any() or not (~is_a & valid).any():
         e = np.empty(0, np.int64)
         return e, e
@@ -163,7 +178,7 @@ def cross_candidates(
     idx = np.concatenate([np.flatnonzero(valid & is_a), np.flatnonzero(valid & ~is_a)])
     side = (~is_a[idx]).astype(np.int64)  # a first within a bucket
 
-    def band_pairs(band: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def band_pairs(band: int) -> np.ndarray | None:
         keys = signature_keys(signatures, band * rows, (band + 1) * rows, idx)
         order = np.argsort(keys, kind="stable")
         k, s, r = keys[order], side[order], idx[order]
@@ -178,19 +193,20 @@ def cross_candidates(
         member = np.repeat(bpos, take)
         first = np.repeat(start[bucket[bpos]], take)
         offs = np.arange(int(take.sum()), dtype=np.int64) - np.repeat(np.cumsum(take) - take, take)
-        return r[first + offs], r[member]
+        # one uint64 key per pair right away: a band's pairs cost 8 bytes each until the end
+        return (r[first + offs].astype(U64) << U64(32)) | r[member].astype(U64)
 
     # bands are independent; the key kernel and numpy's sorts release the GIL
     with ThreadPoolExecutor(max(1, min(bands, os.cpu_count() or 1))) as pool:
         for got in pool.map(band_pairs, range(bands)):
             if got is not None:
-                pa_.append(got[0])
-                pb_.append(got[1])
-    if not pa_:
+                keys_.append(got)
+    if not keys_:
         e = np.empty(0, np.int64)
         return e, e
-    key = np.unique((np.concatenate(pa_).astype(U64) << U64(32)) | np.concatenate(pb_).astype(U64))
-    return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
+    key = np.concatenate(keys_)
+    keys_.clear()
+    return _split_keys(_sorted_unique(key))
 
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:

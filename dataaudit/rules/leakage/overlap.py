@@ -130,25 +130,25 @@ class TrainEvalOverlap(Rule):
         first = np.ones(len(o), bool)
         first[1:] = rp[o][1:] != rp[o][:-1]
         pick = o[first]  # by ref position, ascending
-        positions = rp[pick].tolist()
-        r_ids = take_ids(sr.get("ids", []), positions)
+        pick_p = rp[pick]
+        r_ids = take_ids(sr.get("ids", []), pick_p.tolist())
         info = ctx.splits.get(ref)
         action = "drop" if info is not None and info.kind == "train" else "review"
-        for p, i, s, how, row_id in zip(
-            positions, ri[pick].tolist(), rs[pick].tolist(), rhow[pick].tolist(), r_ids
-        ):
-            how = "near" if how else "exact"
-            flags.append(
-                Flag(
-                    ref,
-                    int(r_rows[p]),
-                    f"{ev}:{int(e_rows[i])}",
-                    f"{how} copy of {ev} row {int(e_rows[i])}",
-                    action=action,
-                    score=round(s, 4),
-                    id=row_id,
-                )
+        e_row = e_rows[ri[pick]].tolist()  # the eval row each train row is flagged with
+        flags.extend(
+            Flag(
+                ref,
+                r_row,
+                f"{ev}:{e}",
+                f"{'near' if how else 'exact'} copy of {ev} row {e}",
+                action=action,
+                score=round(s, 4),
+                id=row_id,
             )
+            for r_row, e, s, how, row_id in zip(
+                r_rows[pick_p].tolist(), e_row, rs[pick].tolist(), rhow[pick].tolist(), r_ids
+            )
+        )
         return flags
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -198,9 +198,8 @@ class TrainEvalOverlap(Rule):
             pairs_how.append(np.zeros(len(hit), np.int8))
         # near: LSH between the two splits, verified
         if ne and nr:
-            sig = np.concatenate(
-                [cat(sr.get("sig", []), np.uint32, k), cat(se.get("sig", []), np.uint32, k)]
-            )
+            # one copy of both splits' signatures, filled chunk by chunk
+            sig = cat(sr.get("sig", []) + se.get("sig", []), np.uint32, k)
             is_ref = np.zeros(nr + ne, bool)
             is_ref[:nr] = True
             a, b = cross_candidates(sig, is_ref, bands, rows_per_band)
