@@ -26,7 +26,13 @@ from ...sketches.state import Additive, PerSplit
 from .._origin import check_origin, state_origin
 
 #: the derived columns, in table order (dataset columns follow under their own names)
-DERIVED = ("split", "row", "char_length", "token_length", "label", "source", "duplicate_cluster")
+DERIVED = (
+    "split", "row", "char_length", "token_length", "label", "source", "duplicate_cluster", "flags",
+)  # fmt: skip
+#: the rules whose row flags the table's ``flags`` column lists (those that ran)
+FLAGGING = ("TXT001", "TXT002", "TXT003", "FMT001", "FMT002", "FMT003", "FMT004", "DUP001",
+            "DUP002", "LEAK001", "LEAK002", "LBL001", "LBL002", "LBL004", "LEN001", "LEN002",
+            "TOK002", "TOK003")  # fmt: skip
 _SCALAR = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
            pa.types.is_floating, pa.types.is_boolean)  # fmt: skip
 
@@ -50,8 +56,9 @@ class ExpectationSuite(Rule):
         the text view), ``token_length`` (tokenizer tokens, or words without one; chats through
         the chat template when it has one, as LEN001 measures them), ``label``, ``source``,
         ``duplicate_cluster`` (the first row of the row's exact-duplicate group in its split,
-        null for a row without duplicates) and the dataset's scalar columns under their own
-        names. Runs the ``suite`` (GX 1.x JSON, e.g. from ``dataaudit gx-suite report.json``)
+        null for a row without duplicates), ``flags`` (the codes of the rules that flag the row,
+        comma-separated, null for none; those rules finish first) and the dataset's scalar
+        columns under their own names. Runs the ``suite`` (GX 1.x JSON, e.g. from ``dataaudit gx-suite report.json``)
         on it and folds each expectation that fails into a finding: the expectation, how many
         rows it did not expect, those rows as examples and flags (action review). Severity
         mapping: the expectation's GX ``severity`` (or ``meta.severity``): ``critical`` (GX's
@@ -79,6 +86,7 @@ class ExpectationSuite(Rule):
     groups = ("expectations",)
     severity = Severity.ERROR
     requires = ()
+    after = FLAGGING
 
     def __init__(self, suite: dict[str, Any] | str | None = None, export: str | None = None):
         self.suite = suite
@@ -143,8 +151,10 @@ class ExpectationSuite(Rule):
         return {**a, "splits": a["splits"].merge(b["splits"])}
 
     # -- finish -----------------------------------------------------------------------------------
-    def table(self, state: dict[str, Any]) -> pa.Table:
-        """The per-row feature table of all splits (split order, then row order)."""
+    def table(self, state: dict[str, Any], flagged: dict[Any, set[str]] | None = None) -> pa.Table:
+        """The per-row feature table of all splits (split order, then row order); ``flagged``:
+        (split, row) -> the codes of the rules that flag it."""
+        flagged = flagged or {}
         parts = []
         for split, r in state["splits"].items():
             n = len(r.row)
@@ -156,6 +166,13 @@ class ExpectationSuite(Rule):
                 "label": pa.array([None if v is None else str(v) for v in r.label], pa.string()),
                 "source": pa.array([None if v is None else str(v) for v in r.source], pa.string()),
                 "duplicate_cluster": _clusters(r.row, r.hash),
+                "flags": pa.array(
+                    [
+                        ",".join(sorted(flagged[(split, x)])) if (split, x) in flagged else None
+                        for x in r.row
+                    ],
+                    pa.string(),
+                ),  # fmt: skip
             }
             for name, values in r.columns.items():
                 if name not in cols and len(values) == n:
@@ -167,7 +184,11 @@ class ExpectationSuite(Rule):
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         result = RuleResult()
-        table = self.table(state)
+        flagged: dict[Any, set[str]] = {}
+        for code, done in (getattr(ctx, "results", None) or {}).items():
+            for f in done.flags:
+                flagged.setdefault((f.split, f.row), set()).add(code)
+        table = self.table(state, flagged)
         result.details["columns"] = table.column_names
         result.details["token_unit"] = state["unit"]
         if state["template"]:

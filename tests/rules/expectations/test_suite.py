@@ -41,6 +41,7 @@ def gx_run(tmp_path_factory, ground_truth):
         {"type": "expect_column_values_to_be_between", "kwargs": {"column": "char_length", "max_value": 20000}, "severity": "info"},
         {"type": "expect_table_row_count_to_be_between", "kwargs": {"max_value": 100}, "severity": "warning"},
         {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "id"}},
+        {"type": "expect_column_values_to_be_null", "kwargs": {"column": "flags"}, "severity": "warning"},
         MISSING,
     ]  # fmt: skip
     path = tmp / "suite.json"
@@ -90,6 +91,10 @@ def test_each_failed_expectation_is_a_finding_with_the_mapped_severity(gx_run):
         and "'no_such_column' is not in the table" in missing["message"]
     )
     assert 'expect_column_values_to_not_be_null:"id"' not in f  # it passed
+    # the rows other rules flag (FMT001: the messages without content) fail the flags column
+    flagged = sorted(truth["missing_content"]["train"] + truth["null_content"]["train"])
+    rows = [e["row"] for e in f['expect_column_values_to_be_null:"flags"']["examples"]]
+    assert rows == flagged
     res = _result(gx_run["report"])
     assert res["status"] == "fail"  # the missing column is an error
     metrics = {m["name"]: m["value"] for m in res["metrics"]}
@@ -108,7 +113,7 @@ def test_failed_rows_are_flagged_for_review(gx_run):
 
 def test_the_exported_table_has_the_derived_features(gx_run):
     table = pq.read_table(gx_run["export"])
-    assert table.column_names[:7] == [
+    assert table.column_names[:8] == [
         "split",
         "row",
         "char_length",
@@ -116,6 +121,7 @@ def test_the_exported_table_has_the_derived_features(gx_run):
         "label",
         "source",
         "duplicate_cluster",
+        "flags",
     ]
     assert table.num_rows == 360
     rows = [r for r in table.to_pylist() if r["split"] == "train"]
@@ -125,6 +131,10 @@ def test_the_exported_table_has_the_derived_features(gx_run):
     for group in gx_run["truth"]["exact_duplicates"]["train"]:
         assert {clusters[r] for r in group} == {min(group)}
     assert len(clusters) == sum(len(g) for g in gx_run["truth"]["exact_duplicates"]["train"])
+    truth = gx_run["truth"]
+    assert {r["row"]: r["flags"] for r in rows if r["flags"]} == {
+        r: "FMT001" for r in truth["missing_content"]["train"] + truth["null_content"]["train"]
+    }
 
 
 def test_gx_suite_cli_writes_the_report_thresholds(gx_run, capsys):
