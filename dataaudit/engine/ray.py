@@ -16,7 +16,8 @@ The plan (the driver holds object references and row counts, never rows or rule 
   is that rule's error); rules and context are unpickled once per worker process.
 - merge: adjacent partial states merge pairwise in input order on the workers (``rule.merge``
   is associative), a balanced tree built while the folds are submitted.
-- finish: one task per rule on the root state returns that rule's RuleResult.
+- finish: the root is cut into one object per rule's state; one task per rule loads only its
+  own and returns that rule's RuleResult.
 
 Row ids are each row group's offset in its split (from the footers, in input order), so
 findings, flags and cluster ids equal the local engine's whatever the partitioning. A worker
@@ -206,11 +207,13 @@ def _merge(rules: list, ctx_blob: bytes, key: str, a: ScanState, b: ScanState) -
     return _packed(state)
 
 
-def _summary(root: ScanState) -> ScanState:
-    """The root without the rule states: errors, phases, identity and timings."""
+def _summary(root: ScanState) -> tuple[Any, ...]:
+    """The root cut in two: its summary (errors, phases, identity, timings) for the driver, and
+    each rule's pickled state as an object of its own, so a rule's finish loads only its own."""
+    blobs = [run.state for run in root.runs]
     for run in root.runs:
         run.state = None
-    return root
+    return (root, *blobs)
 
 
 def _finish_rule(
@@ -218,23 +221,24 @@ def _finish_rule(
     ctx_blob: bytes,
     key: str,
     ctx_final: bytes,
-    root: ScanState,
+    identity: dict[str, SplitIdentity],
+    blob: bytes,
     index: int,
     after: dict[str, Any],
     *edges: tuple[Any, str | None],
 ) -> RuleRun:
-    """One rule's finish on the root state, where the state is; its result travels back.
+    """One rule's finish on its merged state, where the state is; its result travels back.
     ``after``: the results of the rules it finishes after (``Rule.after``), as ``ctx.results``."""
     _load(key, rules, ctx_blob)
     ctx = pickle.loads(ctx_final)
-    for name, ident in root.identity.items():
+    for name, ident in identity.items():
         if name in ctx.splits:
             ctx.splits[name].num_rows = ident.rows
     rule, severity = parallel._WORKER["rules"][index]
     run = RuleRun(rule, severity)
     t0 = time.perf_counter()
     try:
-        state = pickle.loads(root.runs[index].state)
+        state = pickle.loads(blob)
     except Exception as exc:
         run.error = f"the rule's state cannot be loaded: {error_message(exc)}"
     else:
@@ -304,14 +308,15 @@ class _Tree:
 
 @dataclass
 class RayScan:
-    """A scan on Ray: the root state stays on the cluster until each rule finishes there."""
+    """A scan on Ray: the rule states stay on the cluster until each rule finishes there."""
 
     ray: Any
     tasks: _Tasks
     rules_ref: Any
     ctx_ref: Any
     key: str
-    root: Any = None
+    #: each rule's merged state, an object on the cluster
+    states: list[Any] = field(default_factory=list)
     engine: dict[str, Any] = field(default_factory=dict)
     #: keyed rules: (rule index, partition) -> the fold tasks' pieces of that partition
     pieces: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
@@ -362,7 +367,15 @@ class RayScan:
                 waiting.remove(i)
                 after = {c: done[c] for c in needs[i] if c in done}
                 ref = self.tasks.finish.remote(
-                    self.rules_ref, self.ctx_ref, self.key, final, self.root, i, after, *edges(i)
+                    self.rules_ref,
+                    self.ctx_ref,
+                    self.key,
+                    final,
+                    state.identity,
+                    self.states[i],
+                    i,
+                    after,
+                    *edges(i),
                 )
                 pending[ref] = i
 
@@ -392,7 +405,7 @@ class RayScan:
                 submit_ready()
         finally:
             bar.close()
-        self.root, self.pieces = None, {}  # the cluster frees the states and partitions
+        self.states, self.pieces = [], {}  # the cluster frees the states and partitions
 
 
 def _ray_error(exc: BaseException) -> str:
@@ -559,11 +572,13 @@ def scan_ray(
         bar.describe("merging on ray")
         if not tree.stack:
             return scan
-        scan.root = tree.root()
+        root = tree.root()
         try:
-            summary: ScanState = ray.get(tasks.summary.remote(scan.root))
+            refs = tasks.summary.options(num_returns=1 + len(state.runs)).remote(root)
+            summary_ref, *scan.states = refs if isinstance(refs, list) else [refs]
+            summary: ScanState = ray.get(summary_ref)
         except Exception as exc:
-            scan.root = None
+            scan.states = []
             cause = getattr(exc, "cause", None)
             if isinstance(cause, DataAuditError):  # a file the workers could not read, as locally
                 raise cause from None
@@ -575,6 +590,7 @@ def scan_ray(
                 [],
             )
             return scan
+        del root  # the summary holds the states now, one object per rule
     finally:
         bar.close()
     _absorb_summary(state, summary)
