@@ -16,7 +16,7 @@ def test_import_does_not_load_heavy_dependencies():
     code = (
         "import sys, json, dataaudit; "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'pyarrow','polars','datasets','sklearn','numpy','tokenizers','datasketch','great_expectations','pandas','numba','llvmlite','scipy','upath','fsspec','huggingface_hub','tqdm'})))"
+        "{'pyarrow','polars','datasets','sklearn','numpy','tokenizers','datasketch','great_expectations','jsonschema','pandas','numba','llvmlite','scipy','upath','fsspec','huggingface_hub','tqdm'})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

@@ -194,3 +194,17 @@ def test_the_cli_runs_a_suite_and_the_gate_fails_on_a_missing_column(tmp_path, c
     )
     out = capsys.readouterr().out
     assert code == 1 and "GX001" in out and "no_such_column" in out
+
+
+@pytest.mark.slow
+def test_an_audit_without_a_suite_never_imports_great_expectations():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dataaudit; "
+        f"dataaudit.audit({str(FIXTURES / 'chat_tools')!r}, config='sft'); "
+        "print('great_expectations' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
