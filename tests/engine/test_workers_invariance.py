@@ -77,7 +77,12 @@ def test_every_rule_gives_the_same_report_for_any_workers(
 ):
     # 900 rows in batches of 40, chunks of 100: several chunks per worker, cut inside batches
     monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
+    from tests.rules.eval import probe  # a model's predictions, so the EVAL rules run too
+
+    predictions = tmp_path / "predictions.csv"
+    probe.write_csv(predictions, probe.planted())
     options = dict(
+        predictions=predictions,
         select=["ALL"],
         tokenizer=bpe,
         reference=reference,
