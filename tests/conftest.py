@@ -50,6 +50,9 @@ def compiled_kernels() -> dict[str, int]:
     sets, pairs = shingle_sets(sh), np.array([0, 1])
     pair_jaccard(sets, pairs, pairs[::-1], signatures=minhash_signatures(sh), threshold=0.8)
     pair_jaccard(sets.sorted(), pairs, pairs)  # sorted sets: merged as they are
+    from dataaudit.sketches.lsh import components
+
+    components(3, pairs, pairs[::-1])
     return {
         name: len(obj.signatures)
         for name, obj in vars(kernels).items()

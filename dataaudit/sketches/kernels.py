@@ -406,3 +406,35 @@ def band_keys(sig, idx, start, stop, init):
             key ^= key >> U64(29)
         out[x] = _mix(key)
     return out
+
+
+@kernel(inline="always")
+def _root(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@kernel()
+def component_labels(n, a, b):
+    """Connected components of the edges ``(a[k], b[k])`` by union-find, always linking the
+    larger root under the smaller, so a component's root is its smallest row: that row per row,
+    or -1 for a row alone."""
+    parent = np.arange(n)
+    for k in range(len(a)):
+        x = _root(parent, a[k])
+        y = _root(parent, b[k])
+        if x < y:
+            parent[y] = x
+        elif y < x:
+            parent[x] = y
+    size = np.zeros(n, np.int64)
+    for i in range(n):
+        parent[i] = _root(parent, i)
+        size[parent[i]] += 1
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        if size[parent[i]] > 1:
+            out[i] = parent[i]
+    return out

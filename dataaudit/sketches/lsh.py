@@ -211,18 +211,13 @@ def cross_candidates(
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Connected components of edges; label = smallest row of the component, -1 if alone."""
-    labels = np.full(n, -1, np.int64)
     if n == 0 or not len(a):
-        return labels
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+        return np.full(n, -1, np.int64)
+    from .kernels import component_labels
 
-    g = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
-    ncomp, comp = connected_components(g, directed=False)
-    smallest = np.full(ncomp, n, np.int64)
-    np.minimum.at(smallest, comp, np.arange(n, dtype=np.int64))
-    size = np.bincount(comp, minlength=ncomp)
-    return np.where(size[comp] > 1, smallest[comp], -1)
+    return component_labels(
+        int(n), np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
+    )
 
 
 def _verify(

@@ -125,3 +125,22 @@ def test_tokenizable_text_is_the_same_on_two_threads(monkeypatch):
     monkeypatch.setattr(minhash.os, "cpu_count", lambda: 2)
     two = tokenizable_array(arr)
     assert two.equals(one) and two.null_count == 1000
+
+
+def test_components_match_scipy_connected_components():
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from dataaudit.sketches.lsh import components
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n, m = int(rng.integers(1, 300)), int(rng.integers(1, 400))
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        graph = coo_matrix((np.ones(m, np.int8), (a, b)), shape=(n, n)).tocsr()
+        count, comp = connected_components(graph, directed=False)
+        smallest = np.full(count, n)
+        np.minimum.at(smallest, comp, np.arange(n))
+        size = np.bincount(comp, minlength=count)
+        want = np.where(size[comp] > 1, smallest[comp], -1)
+        np.testing.assert_array_equal(components(n, a, b), want)
