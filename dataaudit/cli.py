@@ -1,4 +1,4 @@
-"""dataaudit audit | diff | baseline | rules | explain | schema | clean | gx-suite.
+"""dataaudit audit | diff | baseline | rules | explain | schema | clean | gx-suite | signals.
 
 Exit codes: 0 passed, 1 gate failed (or a diff regressed with --fail-on-regression),
 2 usage / input / config error, 3 internal error.
