@@ -237,14 +237,20 @@ def suite_from_report(report: dict[str, Any]) -> dict[str, Any]:
             {"column": "source", "value_set": sorted(mix["recipe"])},
             "MIX001 recipe sources",
         )
-    for m in results.get("LBL003", {}).get("metrics") or []:
-        if m.get("name") == "classes" and isinstance(m.get("value"), list):
+    classes = (results.get("LBL003", {}).get("details") or {}).get("classes")
+    if isinstance(classes, list):
+        train = sorted(
+            str(c["class"])
+            for c in classes
+            if isinstance(c, dict) and (c.get("rows_by_split") or {}).get("train")
+        )
+        if train:
             add(
                 "expect_column_values_to_be_in_set",
-                {"column": "label", "value_set": m["value"]},
-                "LBL003 classes",
+                {"column": "label", "value_set": train},
+                "LBL003: the classes train has",
+                "warning",
             )
-            break
     for exp in exps:
         exp["kwargs"] = {k: v for k, v in exp["kwargs"].items() if v is not None}
     dataset = report.get("dataset") or {}

@@ -212,3 +212,11 @@ def test_an_audit_without_a_suite_never_imports_great_expectations():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_gx_suite_keeps_the_train_label_set(ground_truth):
+    report = audit(FIXTURES / "classification", select=["LBL003"]).to_dict()
+    suite = suite_from_report(report)
+    labels = next(e for e in suite["expectations"] if e["kwargs"].get("column") == "label")
+    assert labels["kwargs"]["value_set"] == ["computers", "food", "literature", "python", "science"]
+    assert labels["severity"] == "warning"
