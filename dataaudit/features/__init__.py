@@ -15,7 +15,6 @@ from .base import register_lazy_feature as _lazy  # noqa: E402
 
 _lazy("label", "dataaudit.features.labels")
 _lazy("chat_turns", "dataaudit.features.chat")
-_lazy("chat_turns", "dataaudit.features.chat")
 _lazy("prediction", "dataaudit.features.predictions")
 _lazy("tokens", "dataaudit.features.tokens")
 _lazy("token_lengths", "dataaudit.features.tokens")
