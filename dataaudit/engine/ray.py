@@ -52,6 +52,8 @@ __all__ = ["INSTALL_HINT", "RayScan", "connect", "describe", "require_ray", "sca
 INSTALL_HINT = "pip install 'dataaudit[ray]'"
 #: task retries when a worker process or node dies (the task is re-run from its inputs)
 MAX_RETRIES = 3
+#: rows a fold task reads itself at most (Parquet): about 4 tasks per CPU up to this
+MAX_READ_ROWS = 262_144
 #: the libraries' own thread pools in a worker that runs one task per core
 _THREAD_VARS = {"POLARS_MAX_THREADS": "1", "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -199,11 +201,12 @@ def _packed(part: ScanState) -> ScanState:
     return part
 
 
-def _merge(rules: list, ctx_blob: bytes, key: str, a: ScanState, b: ScanState) -> ScanState:
-    """a then b: the local engine's merge of a worker's part, here on a worker."""
+def _merge(rules: list, ctx_blob: bytes, key: str, first: ScanState, *rest: ScanState) -> ScanState:
+    """The parts in order: the local engine's merge of a worker's part, here on a worker."""
     _load(key, rules, ctx_blob)
-    state = _live(a)
-    parallel._absorb(state, b)
+    state = _live(first)
+    for part in rest:
+        parallel._absorb(state, part)
     return _packed(state)
 
 
@@ -284,26 +287,30 @@ def _tasks(ray: Any) -> _Tasks:
 
 
 class _Tree:
-    """Merges partial states in input order as they are submitted: a binary counter of
-    (level, ref), so the tree stays balanced and no merge waits for the whole scan."""
+    """Merges partial states in input order as they are submitted: a counter of (level, ref)
+    in base ``FANOUT``, so the tree stays balanced, no merge waits for the whole scan, and a
+    large state (DUP002's signatures) is unpickled and pickled again once per level only."""
+
+    FANOUT = 4
 
     def __init__(self, merge: Any):
         self.merge = merge
         self.stack: list[tuple[int, Any]] = []
 
     def push(self, ref: Any) -> None:
-        level = 0
-        while self.stack and self.stack[-1][0] == level:
-            _, left = self.stack.pop()
-            ref, level = self.merge(left, ref), level + 1
-        self.stack.append((level, ref))
+        self.stack.append((0, ref))
+        while (
+            len(self.stack) >= self.FANOUT
+            and len({lv for lv, _ in self.stack[-self.FANOUT :]}) == 1
+        ):
+            level = self.stack[-1][0]
+            group = [r for _, r in self.stack[-self.FANOUT :]]
+            del self.stack[-self.FANOUT :]
+            self.stack.append((level + 1, self.merge(*group)))
 
     def root(self) -> Any:
         refs = [ref for _, ref in self.stack]
-        out = refs[0]
-        for ref in refs[1:]:
-            out = self.merge(out, ref)
-        return out
+        return refs[0] if len(refs) == 1 else self.merge(*refs)
 
 
 @dataclass
@@ -522,9 +529,12 @@ def scan_ray(
     tasks = _tasks(ray)
     scan = RayScan(ray, tasks, ray.put(rules), ray.put(ctx_blob), key, engine=describe(ray))
     cpus = max(1, scan.engine["cpus"])
+    plan = _parquet_plan(corpus) if batches is None else None
     if chunk_rows is None:
         chunk_rows = parallel.default_chunk_rows(total_rows, cpus)
-    tree = _Tree(lambda a, b: tasks.merge.remote(scan.rules_ref, scan.ctx_ref, key, a, b))
+        if plan is not None and total_rows:  # workers read their rows: fewer, larger chunks
+            chunk_rows = max(chunk_rows, min(MAX_READ_ROWS, -(-total_rows // (4 * cpus))))
+    tree = _Tree(lambda *parts: tasks.merge.remote(scan.rules_ref, scan.ctx_ref, key, *parts))
     pending: dict[Any, int] = {}  # fold ref -> rows, for progress and backpressure
     bar = Progress(progress, total_rows, "folding on ray")
 
@@ -556,7 +566,6 @@ def scan_ray(
             bar.update(pending.pop(ref))
 
     try:
-        plan = _parquet_plan(corpus) if batches is None else None
         if plan is not None:  # the workers read the files' row groups
             for units, rows in _grouped(_parquet_units(corpus, plan, state), chunk_rows):
                 submit(units, [], rows)
