@@ -183,7 +183,10 @@ def _sample(t: Table, wrong: np.ndarray, max_rows: int, seed: int) -> np.ndarray
     if len(wrong) <= max_rows:
         return wrong
     keys = np.array(
-        [xxhash.xxh3_64_intdigest(f"{seed}|{t.split[i]}|{t.row[i]}".encode()) for i in wrong.tolist()],
+        [
+            xxhash.xxh3_64_intdigest(f"{seed}|{t.split[i]}|{t.row[i]}".encode())
+            for i in wrong.tolist()
+        ],
         dtype=np.uint64,
     )
     return np.sort(wrong[np.argsort(keys, kind="stable")[:max_rows]])
