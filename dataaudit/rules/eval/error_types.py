@@ -23,8 +23,8 @@ class ErrorTypes(EvalRule):
     What it does:
         Takes the wrong rows (all of them, or a seeded sample of ``max_rows``), represents each
         by word 1-2-gram tf-idf of its text (English stop words out, n-grams in at least two
-        rows) and clusters them with seeded k-means into 2 to ``max_types`` types, the number
-        chosen by the best cosine silhouette. Each type is reported with its size and share of
+        rows) and clusters them with seeded k-means into 2 to ``max_types`` types (at most one
+        per ``min_type_rows`` wrong rows), the number chosen by the best cosine silhouette. Each type is reported with its size and share of
         the errors, its distinctive n-grams (highest centroid weight above the mean of all
         wrong rows), its dominant confusion (true -> predicted label, with its share) and the
         rows closest to its centroid as examples. Findings are notes: they describe, the other
@@ -41,6 +41,8 @@ class ErrorTypes(EvalRule):
 
     Options:
         max_types: most types (clusters) to form (default 5).
+        min_type_rows: wrong rows per type on average at least: k is at most the wrong rows
+            over this (default 10), so a few wrong rows are not cut into noise clusters.
         min_rows: fewest wrong rows to cluster (default 20).
         max_rows: wrong rows clustered at most (a seeded sample beyond; default 5000).
         max_chars: characters of each wrong row's text used (default 1000).
@@ -54,12 +56,14 @@ class ErrorTypes(EvalRule):
     def __init__(
         self,
         max_types: int = 5,
+        min_type_rows: int = 10,
         min_rows: int = 20,
         max_rows: int = 5000,
         max_chars: int = 1000,
         top_ngrams: int = 5,
     ):
         self.max_types = max_types
+        self.min_type_rows = min_type_rows
         self.min_rows = min_rows
         self.max_rows = max_rows
         self.max_chars = max_chars
@@ -96,7 +100,8 @@ class ErrorTypes(EvalRule):
             result.metric("error_types", 0, Direction.NONE)
             return result
         texts = [t.text[i] or "" for i in sampled.tolist()]
-        clusters = _cluster(texts, int(self.max_types), ctx.seed)
+        most = min(int(self.max_types), len(texts) // max(int(self.min_type_rows), 1))
+        clusters = _cluster(texts, max(most, 2), ctx.seed)
         if clusters is None:
             info["note"] = "the wrong rows share too few words (n-grams in 2+ rows) to cluster"
             result.details = info
