@@ -73,8 +73,8 @@ def _read_by_audit(out: str, specs: list[str]) -> str | None:
     import fnmatch
     import glob
 
-    from . import readers
     from .errors import DataAuditError
+    from .inputs.files import file_format
 
     target = os.path.realpath(os.path.expanduser(out))
     for spec in specs:
@@ -91,7 +91,7 @@ def _read_by_audit(out: str, specs: list[str]) -> str | None:
             if Path(target).name.startswith("."):
                 continue  # hidden files are not read from folders
             try:
-                readers.file_format(Path(target))
+                file_format(Path(target))
             except DataAuditError:
                 continue
             return f"it is a data file inside the input folder {spec}, which the audit reads"
