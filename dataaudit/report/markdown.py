@@ -45,8 +45,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     s = data["summary"]
     verdict = "✅ passed" if data["passed"] else "❌ FAILED"
     partial = partial_results(data)
-    if partial:  # "passed" means read everything and found nothing: say when it did not
-        verdict += " on partial coverage"
+    if partial and data["passed"]:  # "passed" means read everything and found nothing: say
+        verdict += " on partial coverage"  # when it did not (a failure is its findings' doing)
     splits = data["dataset"]["splits"]
     lines = [
         f"### dataaudit: {verdict} (fail_on={md(data['fail_on'], 10)})",

@@ -111,7 +111,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     s = data["summary"]
     verdict = "PASSED" if data["passed"] else "FAILED"
     partial = partial_results(data)
-    if partial:  # "passed" means read everything and found nothing: say when it did not
+    if partial and data["passed"]:  # "passed" means read everything and found nothing: say
+        # when it did not (a failed gate failed on its findings: "FAILED on partial coverage"
+        # read as if the coverage were the reason; the ~ lines below still list it)
         verdict += " on partial coverage"
     skipped = f" ({skipped_groups(results)})" if s["skipped"] else ""
     lines += [

@@ -131,3 +131,19 @@ def test_the_html_verdict_says_partial_coverage_and_escapes_the_reason(register)
     assert 'id="coverage">Partial coverage: <span title="' in page
     assert "HALF001 examined 20 of 40 rows" in page and "<script>alert" not in page
     assert "partial coverage" not in render_html(audit(DATA, select=["FULL001"]).to_dict())
+
+
+def test_a_failed_gate_does_not_blame_the_partial_coverage(register):
+    """A gate that failed on findings says FAILED, not 'FAILED on partial coverage' (which read
+    as if the coverage were the reason); the partial rule is still listed below the verdict."""
+    from dataaudit.report.html import render_html
+
+    empty = {"train": DATA["train"] + [{"text": ""}, {"text": "x"}]}  # TXT001 warns
+    report = audit(empty, select=["HALF001", "TXT001"], fail_on="warn")
+    assert not report.passed and report.status("TXT001") == "fail"
+    data = report.to_dict()
+    text, md, page = report.summary(), report.to_markdown(), render_html(data)
+    assert "gate FAILED (fail_on=" in text and "FAILED on partial" not in text
+    assert "HALF001 examined 21 of 42 rows" in text
+    assert "❌ FAILED (fail_on=" in md and "`HALF001` examined 21 of 42 rows" in md
+    assert "gate FAILED</span>" in page and 'id="coverage">Partial coverage:' in page

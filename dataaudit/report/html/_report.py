@@ -71,7 +71,7 @@ def _header(data: dict[str, Any]) -> str:
     partial = _partial_coverage(data)
     verdict = (
         f'<div id="verdict"><span class="verdict {"passed" if passed else "failed"}">'
-        f"gate {'PASSED' if passed else 'FAILED'}{' on partial coverage' if partial else ''}</span>"
+        f"gate {'PASSED' if passed else 'FAILED'}{' on partial coverage' if partial and passed else ''}</span>"
         f'<span class="muted">fail_on={esc(data.get("fail_on"), 20)} · '
         f"{plural(s.get('rules', 0), 'rule')}: {esc(counts)} · "
         f"{plural(s.get('flagged_rows', 0), 'row')} flagged{_baseline(gate)}</span></div>"
