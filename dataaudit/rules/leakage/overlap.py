@@ -20,6 +20,15 @@ from .._origin import check_origin, state_origin
 MAX_MATCHES = 5
 
 
+def _take(sp: dict[str, Any], key: str, free: bool) -> list[Any]:
+    """A copy of the split's list of ``key`` chunks; ``free``: and empty the split's own list, so
+    each chunk is freed once the caller has copied it."""
+    chunks = list(sp.get(key, []))
+    if free and key in sp:
+        sp[key] = []
+    return chunks
+
+
 class TrainEvalOverlap(Rule):
     """Eval rows that also sit in train: exact copies and near copies.
 
@@ -160,13 +169,20 @@ class TrainEvalOverlap(Rule):
         bands, rows = choose_bands(threshold, int(self.num_perm))
         result = RuleResult(thresholds={"threshold": threshold, "bands": bands, "rows": rows})
         details: dict[str, Any] = {}
-        for ev, ref in self._comparisons(ctx):
+        comparisons = self._comparisons(ctx)
+        last = {name: k for k, pair in enumerate(comparisons) for name in pair}
+        for k, (ev, ref) in enumerate(comparisons):
             se, sr = state["splits"].get(ev, {}), state["splits"].get(ref, {})
-            details[f"{ev}~{ref}"] = self._compare(ev, ref, se, sr, ctx, result, bands, rows)
+            # a split no later comparison reads gives its signatures and sets up as they are
+            # copied (finish reads the state once): one copy at the peak, not two
+            free = {n for n in (ev, ref) if last[n] == k}
+            details[f"{ev}~{ref}"] = self._compare(ev, ref, se, sr, ctx, result, bands, rows, free)
         result.details = {"comparisons": details}
         return result
 
-    def _compare(self, ev, ref, se, sr, ctx, result, bands, rows_per_band) -> dict[str, Any]:
+    def _compare(
+        self, ev, ref, se, sr, ctx, result, bands, rows_per_band, free=frozenset()
+    ) -> dict[str, Any]:
         threshold = float(self.threshold)
         k = int(self.num_perm)
         e_rows, r_rows = cat(se.get("rows", []), np.int64), cat(sr.get("rows", []), np.int64)
@@ -199,7 +215,12 @@ class TrainEvalOverlap(Rule):
         # near: LSH between the two splits, verified
         if ne and nr:
             # one copy of both splits' signatures, filled chunk by chunk
-            sig = cat(sr.get("sig", []) + se.get("sig", []), np.uint32, k)
+            sig = cat(
+                _take(sr, "sig", ref in free) + _take(se, "sig", ev in free),
+                np.uint32,
+                k,
+                consume=True,
+            )
             is_ref = np.zeros(nr + ne, bool)
             is_ref[:nr] = True
             a, b = cross_candidates(sig, is_ref, bands, rows_per_band)
@@ -208,7 +229,10 @@ class TrainEvalOverlap(Rule):
                 # every candidate is verified: the train side of an exact leak can hold near
                 # copies too, and a clean train split must lose them all
                 if se.get("sets") and sr.get("sets"):
-                    sets = ShingleSets.concat(sr["sets"] + se["sets"])
+                    sets = ShingleSets.concat(
+                        _take(sr, "sets", ref in free) + _take(se, "sets", ev in free),
+                        consume=True,
+                    )
                     sim = pair_jaccard(sets, a, b, signatures=sig, threshold=threshold)
                 else:
                     sim = jaccard_estimate(sig[a], sig[b])
