@@ -173,7 +173,8 @@ class FailureSlices(EvalRule):
             result.findings.append(
                 Finding(
                     message=f"{_slice_name(s)}: error rate {s['error_rate']:.2f} vs "
-                    f"{s['rest_error_rate']:.2f} for the other rows (lift {s['lift']:.2f}, "
+                    f"{s['rest_error_rate']:.2f} for the other rows and {rate:.2f} overall "
+                    f"(lift {s['lift']:.2f} over overall, "
                     f"{plural(s['size'], 'row')}, q={s['q']:.2g}, effect h={s['effect_h']:.2f})",
                     key=f"slice|{s['dimension']}|{s['value']}",
                     severity=Severity(level),

@@ -66,6 +66,14 @@ def test_the_planted_weak_source_is_a_failing_slice(planted):
     assert glossary["data"]["error_rate"] == 1.0 and glossary["data"]["size"] == 10
     assert glossary["data"]["lift"] > 1.5 and glossary["data"]["q"] < 0.05
     assert all(ex["split"] == probe.EVAL_SPLIT for ex in glossary["examples"])
+    # the lift is the slice's rate over the overall rate, and the message shows that rate: on
+    # real spam it read "0.39 vs 0.25 for the other rows (lift 1.37)", where 0.39 / 0.25 = 1.56
+    overall = r["details"]["error_rate"]
+    assert (
+        f"and {overall:.2f} overall (lift {glossary['data']['lift']:.2f} over overall"
+        in (glossary["message"])
+    )
+    assert abs(glossary["data"]["lift"] - glossary["data"]["error_rate"] / overall) < 0.01
     # what was searched, and what could not be (and why)
     dims = r["details"]["dimensions"]
     assert {"source", "length", "label doubted (LBL002)", "exact duplicate (DUP001)"} <= set(dims)
