@@ -37,6 +37,10 @@ BLOCK_BYTES = 4 << 20  # pyarrow parses CSV in blocks of this size
 
 def _strict_quotes(path: Path, delimiter: str) -> None:
     """Parse the file with Python's strict CSV reader; raise on a malformed quoted field."""
+    # the csv module refuses fields over 128 KiB by default ("field larger than field limit"),
+    # which this check reported as malformed quoting: a valid CSV of e-mails (a 228k-character
+    # body, written by polars) could not be audited. Raised only, never lowered.
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     with open_binary(path) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
         reader = csv.reader(text, delimiter=delimiter, strict=True)

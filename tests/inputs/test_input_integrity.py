@@ -195,6 +195,20 @@ def test_tsv_quotes_are_text_and_never_merge_rows(tmp_path):
     assert first.column("text")[0].as_py().startswith('"The committee')
 
 
+def test_csv_with_a_value_over_128_kib_is_read(tmp_path):
+    """Python's csv module stops at 128 KiB a field; the strict quoting check used it and
+    called a valid CSV of long e-mails 'malformed quoting'."""
+    path = tmp_path / "train.csv"
+    long = "a long e-mail body line\n" * 10_000  # 240k characters over many lines
+    pl.DataFrame({"text": ["short one", long, "after it"], "label": ["a", "b", "a"]}).write_csv(
+        path
+    )
+    report = audit(path, select=["TXT001"])
+    assert report.data["dataset"]["splits"]["train"]["rows"] == 3
+    texts = [t for _, rb in load_corpus(path).stream(10) for t in rb.column("text").to_pylist()]
+    assert texts == ["short one", long, "after it"]
+
+
 def test_csv_unbalanced_quote_is_an_error_naming_the_lines(tmp_path):
     path = tmp_path / "train.csv"
     recs = rows(20)
