@@ -184,6 +184,9 @@ class OutOfFold:
     seen_scored: np.ndarray
 
 
+TRAIN_ROWS = (
+    50000  # the probe's default training sample, one value for LBL002 and LBL003 (memoized once)
+)
 SCORE_CHUNK = 20000  # rows beyond the training sample vectorized and scored at a time
 
 

@@ -156,7 +156,8 @@ class ClassBalance(DriftRule):
             (warned; the table and the reference sketch list the largest classes only;
             default 1000).
         probe: add estimated noise and confusions from the LBL002 probe to the table (default
-            true; uses LBL002's default sample size and folds).
+            true; uses LBL002's default training sample (50,000 rows) and folds, so the probe
+            runs once for both).
     """
 
     code = "LBL003"
@@ -202,7 +203,7 @@ class ClassBalance(DriftRule):
             "seed": ctx.seed,
             "splits": PerSplit(partial(_Split.start, ctx.max_examples)),
             "conflicts": _conflicts.start("label"),
-            "sample": BottomK(20000 if self.probe else 0),
+            "sample": BottomK(_probe.TRAIN_ROWS if self.probe else 0),
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:

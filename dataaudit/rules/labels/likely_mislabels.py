@@ -74,7 +74,7 @@ class LikelyMislabels(Rule):
 
     def __init__(
         self,
-        max_rows: int = 50000,
+        max_rows: int = _probe.TRAIN_ROWS,
         max_scored: int = 500_000,
         folds: int = 5,
         min_rows: int = 50,

@@ -47,3 +47,17 @@ def test_the_noise_is_on_the_scale_of_the_cramers_v_noise():
     n1, n2 = 3000, 400
     expected = v["noise"] ** 2 * (n1 + n2) * (1 / n1 + 1 / n2) / (8 * 0.6931471805599453)
     assert abs(js["noise"] - expected) < 1e-4 and 0.004 < js["noise"] < 0.006
+
+
+def test_lbl003_table_probe_trains_on_the_sample_lbl002_trains_on():
+    """LBL003's per-class noise reuses LBL002's memoized probe only when both train on the
+    same seeded sample: their default sizes must be one value (LBL002's default rose to 50k
+    while LBL003 kept 20k, and the probe ran twice)."""
+    from dataaudit.context import AuditContext
+    from dataaudit.rule import Roles
+    from dataaudit.rules.labels.class_balance import ClassBalance
+    from dataaudit.rules.labels.likely_mislabels import LikelyMislabels
+
+    ctx = AuditContext(splits={}, roles=Roles(text="text", label="label"), seed=0)
+    sample = ClassBalance().start(ctx)["sample"]
+    assert sample.k == LikelyMislabels().max_rows
