@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ...features import Batch
@@ -50,6 +52,14 @@ class ExtremeLength(RowCheckRule):
             raise ValueError(f"max_chars={self.max_chars} must be at least 1")
         if self.min_chars < 0 or self.min_chars >= self.max_chars:
             raise ValueError(f"min_chars={self.min_chars} must be in [0, max_chars)")
+
+    def active_categories(self, ctx) -> tuple[Category, ...]:
+        # the limits in the message: "are longer than max_chars" left the reader to look it up
+        long, short = self.categories
+        return (
+            dataclasses.replace(long, message=f"{long.message}={self.max_chars:,} characters"),
+            dataclasses.replace(short, message=f"{short.message}={self.min_chars:,} characters"),
+        )
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
         lengths = batch.feature("char_length")

@@ -84,3 +84,9 @@ def test_chat_fixture(fixtures_dir, ground_truth):
 )
 def test_mojibake_detection(text, expected):
     assert is_mojibake(text) is expected
+
+
+def test_extreme_length_messages_name_the_limits(classification):
+    """'3 rows are longer than max_chars' left the reader to look the limit up."""
+    messages = [f["message"] for f in classification.result("TXT003")["findings"]]
+    assert messages and all("are longer than max_chars=20,000 characters" in m for m in messages)
