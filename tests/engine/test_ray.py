@@ -206,3 +206,28 @@ def test_keyed_rules_shuffle_through_the_object_store(ray_cluster, small_chunks,
     report = _same(fixtures_dir / "classification", **options)
     expected = _expected(fixtures_dir)
     assert sorted(map(sorted, _clusters(report))) == sorted(map(sorted, expected))
+
+
+def test_100k_rows_of_real_text_give_the_local_report(ray_cluster, fixtures_dir, tmp_path):
+    """The fixtures' real text (fortunes, Python docs) recombined into 100k documents of 1-3
+    texts (seeded), in 4 Parquet files: duplicates and near-duplicates at scale, read by the
+    workers, merged in a tree several levels deep."""
+    import random
+
+    texts = [
+        row["text"]
+        for split in ("train", "validation", "test")
+        for row in _rows(fixtures_dir / "classification" / f"{split}.jsonl")
+        if isinstance(row.get("text"), str) and row["text"].strip()
+    ]
+    rng = random.Random(15)
+    docs = [" ".join(rng.choices(texts, k=rng.randint(1, 3))) for _ in range(100_000)]
+    root = tmp_path / "corpus" / "train"
+    root.mkdir(parents=True)
+    for i in range(4):
+        part = pa.table({"text": docs[i * 25_000 : (i + 1) * 25_000]})
+        pq.write_table(part, root / f"part-{i}.parquet", row_group_size=5_000)
+    report = _same(
+        tmp_path / "corpus", batch_size=4096, select=["DUP001", "DUP002", "TXT001", "LEN002"]
+    )
+    assert report.result("DUP001")["findings"] and report.result("DUP002")["metrics"]
