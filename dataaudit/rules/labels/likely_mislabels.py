@@ -10,7 +10,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
-from ...wording import plural
+from ...wording import noun, plural
 from .._origin import check_origin, state_origin
 from . import _probe, _sample
 
@@ -226,7 +226,8 @@ class LikelyMislabels(Rule):
             splits = sorted({kept[i].split for i in idx})
             result.findings.append(
                 Finding(
-                    message=f"{plural(len(idx), 'row')} labeled {label!r} look like {sug!r} "
+                    message=f"{plural(len(idx), 'row')} labeled {label!r} "
+                    f"{noun(len(idx), 'looks', 'look')} like {sug!r} "
                     f"(splits: {', '.join(splits)})",
                     key=f"{label}->{sug}",
                     count=len(idx),

@@ -27,6 +27,10 @@ def test_fixture_flipped_labels_are_ranked(fixtures_dir, ground_truth):
     sample = res["details"]["sample"]
     assert sample["rows_sampled"] == 900 and sample["max_rows"] == 50000
     assert set(res["details"]["noise_by_class"]) >= {"computers", "food", "python"}
+    # the verb agrees with the count ("1 row labeled 'work' look like 'science'" on fortunes)
+    for f in res["findings"]:
+        verb = "looks" if f["count"] == 1 else "look"
+        assert f" {verb} like " in f["message"], f["message"]
 
 
 def test_row_cap_samples_and_is_deterministic(fixtures_dir):
