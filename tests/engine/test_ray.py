@@ -231,3 +231,15 @@ def test_100k_rows_of_real_text_give_the_local_report(ray_cluster, fixtures_dir,
         tmp_path / "corpus", batch_size=4096, select=["DUP001", "DUP002", "TXT001", "LEN002"]
     )
     assert report.result("DUP001")["findings"] and report.result("DUP002")["metrics"]
+
+
+def test_the_cli_runs_on_ray_and_the_report_names_it(ray_cluster, fixtures_dir, tmp_path):
+    from dataaudit.cli import main
+
+    out = tmp_path / "r.json"
+    data = str(fixtures_dir / "classification")
+    code = main(["audit", data, "--engine", "ray", "--select", "DUP001", "--json", str(out), "-q"])
+    report = json.loads(out.read_text())
+    assert code == (0 if report["passed"] else 1)
+    assert report["engine"]["name"] == "ray" and report["engine"]["cpus"] == 2
+    assert report["results"][0]["code"] == "DUP001" and report["results"][0]["findings"]
