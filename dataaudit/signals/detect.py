@@ -423,6 +423,9 @@ def plateau(log: TrainingLog, opts: SignalOptions) -> list[Event]:
     return out
 
 
+SPIKES = ("SIG001", "SIG002")
+
+
 def detect(log: TrainingLog, opts: SignalOptions) -> tuple[list[Event], dict[str, Any]]:
     """Every finding of the log, and its metrics."""
     events = nonfinite(log) + spikes(log, opts)
@@ -430,8 +433,9 @@ def detect(log: TrainingLog, opts: SignalOptions) -> tuple[list[Event], dict[str
     events += clipped + schedule(log, opts) + divergence(log, opts) + plateau(log, opts)
     metrics = {
         "steps": int(len(log.steps)),
-        "loss_spikes": sum(e.code == "SIG001" for e in events),
-        "grad_norm_spikes": sum(e.code == "SIG002" for e in events),
+        # a step where both spiked is one SIG001 event, and counts as a spike of each
+        "loss_spikes": sum(e.code in SPIKES and "loss" in e.data for e in events),
+        "grad_norm_spikes": sum(e.code in SPIKES and "grad_norm" in e.data for e in events),
         "nonfinite_steps": int(sum(e.data.get("count", 0) for e in events if e.code == "SIG003")),
         "clipped_share": None if share is None else round(share, 4),
         "final_loss": _last_finite(log.columns["loss"]),

@@ -59,6 +59,19 @@ def test_a_spike_is_found_at_its_step_and_only_there(tmp_path):
     assert metrics["loss_spikes"] == metrics["grad_norm_spikes"] == 1
 
 
+def test_a_step_where_both_spike_counts_as_a_spike_of_each(tmp_path):
+    """One event (SIG001, both in its message); the header said 'gradient-norm spikes 0'."""
+    loss = noisy_loss()
+    loss[120] += 0.6
+    gn = np.full(200, 1.0) + np.random.default_rng(1).normal(0, 0.05, 200)
+    gn[120] = 9.0
+    log = read_log(write_log(tmp_path / "l.csv", range(1, 201), loss=loss, grad_norm=gn))
+    events, metrics = detect(log, SignalOptions())
+    assert [(e.code, e.step) for e in events] == [("SIG001", 121)]
+    assert "gradient norm 9" in events[0].message
+    assert metrics["loss_spikes"] == metrics["grad_norm_spikes"] == 1
+
+
 def test_robust_z_ignores_the_point_itself_and_floors_a_flat_curve():
     flat = np.full(60, 1.0)
     flat[30] = 1.005  # half a percent on a flat curve is no spike

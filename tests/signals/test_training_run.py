@@ -45,9 +45,11 @@ def test_every_planted_batch_is_found_for_its_reason(planted, truth, name):
 def test_the_planted_run_has_no_other_spike(planted, truth):
     steps = sorted(f["step"] for f in _spikes(planted))
     assert steps == sorted(p["step"] for p in truth["planted"].values())
-    assert planted.signals["metrics"]["loss_spikes"] + planted.signals["metrics"][
-        "grad_norm_spikes"
-    ] == len(steps)
+    # a step where both spiked is one finding and counts as a spike of each
+    m, spikes = planted.signals["metrics"], _spikes(planted)
+    assert m["loss_spikes"] == sum("loss" in f["data"] for f in spikes) >= 1
+    assert m["grad_norm_spikes"] == sum("grad_norm" in f["data"] for f in spikes) >= 1
+    assert len(steps) <= m["loss_spikes"] + m["grad_norm_spikes"]
 
 
 def test_the_clean_run_with_the_same_seed_has_no_spike(clean):
