@@ -424,8 +424,8 @@ def _parquet_plan(corpus: Corpus) -> dict[str, list[Any]] | None:
     """Per split, its Parquet files, when the workers can read every split: Parquet files only,
     each with exactly the corpus' columns (else the corpus stream adds the missing ones as
     nulls and notes them, which only the driver's in-order stream can do)."""
-    from .. import readers
     from ..inputs.arrow import plain_schema
+    from ..inputs.files import file_format, file_schema
 
     if corpus.split_column is not None or corpus.schema is None:
         return None
@@ -433,10 +433,10 @@ def _parquet_plan(corpus: Corpus) -> dict[str, list[Any]] | None:
     for name, split in corpus.splits.items():
         if not split.paths or len(split.paths) != len(split.iter_parts()):
             return None
-        if any(readers.file_format(p) != "parquet" for p in split.paths):
+        if any(file_format(p) != "parquet" for p in split.paths):
             return None
         for path in split.paths:
-            schema, whole = readers.file_schema(path)
+            schema, whole = file_schema(path)
             if schema is None or not whole or not plain_schema(schema).equals(corpus.schema):
                 return None
         plan[name] = list(split.paths)

@@ -18,9 +18,7 @@ ABOVE = (
     "dataaudit.config",
     "dataaudit.corpus",
     "dataaudit.engine",
-    "dataaudit.hub",
     "dataaudit.inputs",
-    "dataaudit.readers",
     "dataaudit.reference",
     "dataaudit.registry",
     "dataaudit.remediate",
@@ -80,7 +78,7 @@ def test_the_layering_check_sees_relative_absolute_and_nested_imports():
         "from ... import corpus\n"
         "def f():\n"
         "    from ...resources.reference import build_reference\n"
-        "    import dataaudit.readers\n"
+        "    import dataaudit.inputs.files\n"
         "from ...features import Batch\n"
         "from .._drift import DriftRule\n"
     )
@@ -90,7 +88,7 @@ def test_the_layering_check_sees_relative_absolute_and_nested_imports():
         "dataaudit.corpus",
         "dataaudit.engine",
         "dataaudit.engine.scan",
-        "dataaudit.readers",
+        "dataaudit.inputs.files",
         "dataaudit.resources.reference",
         "dataaudit.resources.reference.build_reference",
     ]
