@@ -37,3 +37,19 @@ def test_the_table_parser_sees_a_missing_or_renamed_rule():
     assert "DUP002" not in readme_rules(without)
     renamed = text.replace("| DUP002 | duplicates.near |", "| DUP002 | duplicates.close |")
     assert readme_rules(renamed)["DUP002"] == "duplicates.close"
+
+
+def readme_test_command(text: str) -> str:
+    """The command in the code block under the README's **Run the tests** paragraph."""
+    found = re.search(r"\*\*Run the tests\*\*.*?```bash\n(.*?)\n```", text, re.S)
+    assert found, "README.md has no 'Run the tests' command block"
+    return found.group(1).strip()
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """CI must run what a new user is told to run: the last command of .ci/run is the README's."""
+    command = readme_test_command((ROOT / "README.md").read_text())
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    commands = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert commands[-1] == command
+    assert readme_test_command("**Run the tests**\n\n```bash\necho hi\n```\n") == "echo hi"
