@@ -22,6 +22,8 @@ labeled i that confidently belong to j != i are the likely label issues.
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
+import os
 import re
 import warnings
 from collections import Counter, OrderedDict
@@ -145,6 +147,14 @@ def group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> np.
     return fold[inv]
 
 
+def _fit_threads() -> int:
+    """Threads for the one-vs-rest fits: the machine's cores, one inside a worker process
+    (the parallel engine already runs one worker per core)."""
+    if multiprocessing.parent_process() is not None:
+        return 1
+    return max(1, os.cpu_count() or 1)
+
+
 class _Model:
     """One fold's probe: predicts probabilities over all ``n_classes`` (0 for classes it did
     not see in training)."""
@@ -156,7 +166,11 @@ class _Model:
         if self.present.size > 1:
             from sklearn.linear_model import SGDClassifier
 
-            self.model = SGDClassifier(loss="log_loss", alpha=1e-5, random_state=seed)
+            # one-vs-rest fits, one class per thread: each class has its own seed (drawn from
+            # random_state up front), so the model is the same for any number of threads
+            self.model = SGDClassifier(
+                loss="log_loss", alpha=1e-5, random_state=seed, n_jobs=_fit_threads()
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self.model.fit(x_train, y_train)
@@ -182,12 +196,33 @@ class OutOfFold:
     seen: np.ndarray
     proba_scored: np.ndarray
     seen_scored: np.ndarray
+    #: ``proba`` then ``proba_scored`` in one array (they are views of it), when computed
+    combined: np.ndarray | None = None
 
 
 TRAIN_ROWS = (
     50000  # the probe's default training sample, one value for LBL002 and LBL003 (memoized once)
 )
 SCORE_CHUNK = 20000  # rows beyond the training sample vectorized and scored at a time
+CL_CHUNK = 65536  # rows of probabilities confident learning works on at a time
+
+
+def _score_distinct(model: _Model, vec: Vectorizer, texts: list[str], idx: np.ndarray, out) -> None:
+    """``out[idx] = model.predict(vec.transform(texts[idx]))``, vectorizing and predicting each
+    distinct text once (in chunks of SCORE_CHUNK): a row's features and probabilities depend on
+    its text alone, and real data repeats its popular texts thousands of times."""
+    first: dict[str, int] = {}
+    inv = np.fromiter(
+        (first.setdefault(texts[i], len(first)) for i in idx.tolist()), np.int64, idx.size
+    )
+    distinct = list(first)
+    del first
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(0, len(distinct) + SCORE_CHUNK, SCORE_CHUNK))
+    for c, lo in enumerate(range(0, len(distinct), SCORE_CHUNK)):
+        rows = order[bounds[c] : bounds[c + 1]]
+        p = model.predict(vec.transform(distinct[lo : lo + SCORE_CHUNK]))
+        out[idx[rows]] = p[inv[rows] - lo]
 
 
 def oof_proba(
@@ -226,9 +261,11 @@ def oof_proba(
     s_fold[known] = fold[first[at[known]]]
     vec = Vectorizer()
     x = vec.fit_transform(texts)
-    proba = np.zeros((len(texts), len(classes)))
+    # one array for both, so run_probe need not copy them into one (rows x classes of float64:
+    # 250 MB for 500k rows of 60 classes)
+    combined = np.zeros((len(texts) + len(s_texts), len(classes)))
+    proba, proba_s = combined[: len(texts)], combined[len(texts) :]
     seen = np.zeros(len(texts), bool)
-    proba_s = np.zeros((len(s_texts), len(classes)))
     seen_s = np.zeros(len(s_texts), bool)
     for f in range(folds):
         test_idx = np.flatnonzero(fold == f)
@@ -242,14 +279,13 @@ def oof_proba(
         if test_idx.size:
             proba[test_idx] = model.predict(x[test_idx])
             seen[test_idx] = np.isin(y[test_idx], model.present)
-        for lo in range(0, score_idx.size, SCORE_CHUNK):
-            chunk = score_idx[lo : lo + SCORE_CHUNK]
-            proba_s[chunk] = model.predict(vec.transform([s_texts[i] for i in chunk.tolist()]))
-            seen_s[chunk] = np.isin(sy[chunk], model.present)
-    _CACHE[key] = (proba, seen)
+        if score_idx.size:
+            _score_distinct(model, vec, s_texts, score_idx, proba_s)
+            seen_s[score_idx] = np.isin(sy[score_idx], model.present)
+    _CACHE[key] = (proba.copy(), seen.copy())
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
-    return OutOfFold(list(classes), proba.copy(), seen.copy(), proba_s, seen_s)
+    return OutOfFold(list(classes), proba, seen, proba_s, seen_s, combined)
 
 
 def fit_train_accuracy(texts: list[str], labels: list[str], *, seed: int = 0) -> np.ndarray | None:
@@ -301,9 +337,24 @@ def confident_learning(proba: np.ndarray, given: np.ndarray) -> ConfidentLearnin
     thresholds = np.array(
         [proba[given == j, j].mean() if counts[j] else 1.0 for j in range(k)], float
     )
-    above = proba >= thresholds[None, :] - 1e-12
-    has = above.any(axis=1)
-    likely = np.where(above, proba, -1.0).argmax(axis=1)
+    p_given = proba[ar, given]
+    has = np.zeros(n, bool)
+    likely = np.zeros(n, np.int64)
+    suggested = np.zeros(n, np.int64)
+    score = np.zeros(n)
+    disagrees = np.zeros(n, bool)
+    # in row chunks: the temporaries are rows x classes each (proba can be 500k x 60)
+    for lo in range(0, n, CL_CHUNK):
+        p, g = proba[lo : lo + CL_CHUNK], given[lo : lo + CL_CHUNK]
+        at = slice(lo, lo + p.shape[0])
+        above = p >= thresholds[None, :] - 1e-12
+        has[at] = above.any(axis=1)
+        likely[at] = np.where(above, p, -1.0).argmax(axis=1)
+        disagrees[at] = p.argmax(axis=1) != g
+        others = p.copy()
+        others[np.arange(p.shape[0]), g] = -1.0
+        suggested[at] = others.argmax(axis=1)
+        score[at] = p_given[at] - others.max(axis=1)
     joint = np.zeros((k, k), np.int64)
     np.add.at(joint, (given[has], likely[has]), 1)
     row_sums = joint.sum(axis=1, keepdims=True).astype(float)
@@ -312,12 +363,6 @@ def confident_learning(proba: np.ndarray, given: np.ndarray) -> ConfidentLearnin
     )
     totals = calibrated.sum(axis=1)
     noise = np.divide(totals - np.diag(calibrated), totals, out=np.zeros(k), where=totals > 0)
-    p_given = proba[ar, given]
-    others = proba.copy()
-    others[ar, given] = -1.0
-    suggested = others.argmax(axis=1)
-    score = p_given - others.max(axis=1)
-    disagrees = proba.argmax(axis=1) != given
     issue = np.zeros(n, bool)
     for i in range(k):
         rows = np.flatnonzero(given == i)
@@ -427,14 +472,19 @@ def run_probe(
     )
     judged = [it for it, ok in zip(kept, oof.seen) if ok]
     judged_s = [it for it, ok in zip(kept_s, oof.seen_scored) if ok]
-    proba = np.concatenate([oof.proba[oof.seen], oof.proba_scored[oof.seen_scored]])
+    if oof.combined is not None and oof.seen.all() and oof.seen_scored.all():
+        proba = oof.combined  # every row judged: no copy
+    else:
+        proba = np.concatenate([oof.proba[oof.seen], oof.proba_scored[oof.seen_scored]])
+    classes = oof.classes
+    del oof
     all_items = judged + judged_s
-    index = {c: i for i, c in enumerate(oof.classes)}
+    index = {c: i for i, c in enumerate(classes)}
     given = np.array([index[it.label] for it in all_items], np.int64)
     cl = confident_learning(proba, given)
     return ProbeRun(
         all_items,
-        oof.classes,
+        classes,
         proba,
         cl,
         dropped,

@@ -158,3 +158,57 @@ def test_group_folds_keep_groups_together_and_stay_stratified():
     again = _probe.group_folds(y, groups, folds, seed=0)
     assert np.array_equal(fold, again)
     assert not np.array_equal(fold, _probe.group_folds(y, groups, folds, seed=1))
+
+
+def _texts_with_copies(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    words = {"a": "apple pear plum fig", "b": "bolt nut gear cog", "c": "rain snow wind hail"}
+    base = [
+        (" ".join(rng.choice(words[c].split()) for _ in range(5)) + f" {i % 7}", c)
+        for i, c in enumerate(rng.choice("abc") for _ in range(60))
+    ]
+    rows = [rng.choice(base) for _ in range(n)]  # popular texts recur many times
+    return [t for t, _ in rows], [c for _, c in rows]
+
+
+def test_scoring_each_distinct_text_once_is_the_same_as_scoring_every_row(monkeypatch):
+    """Rows beyond the training sample are vectorized and predicted once per distinct text
+    (real data repeats its texts): their probabilities are those of scoring every row."""
+    texts, labels = _texts_with_copies(400)
+    y = np.array([sorted(set(labels)).index(v) for v in labels])
+    vec = _probe.Vectorizer()
+    x = vec.fit_transform(texts[:200])
+    model = _probe._Model(x, y[:200], 3, seed=0)
+    idx = np.arange(200, 400)[::-1].copy()  # any order of rows
+    want = np.zeros((400, 3))
+    want[idx] = model.predict(vec.transform([texts[i] for i in idx.tolist()]))
+    monkeypatch.setattr(_probe, "SCORE_CHUNK", 7)  # distinct texts span several chunks
+    got = np.zeros((400, 3))
+    _probe._score_distinct(model, vec, texts, idx, got)
+    assert len({texts[i] for i in idx.tolist()}) > 7 * 3
+    np.testing.assert_array_equal(got, want)
+    assert not got[:200].any()
+
+
+def test_confident_learning_in_row_chunks_equals_one_pass(monkeypatch):
+    rng = np.random.default_rng(1)
+    proba = rng.dirichlet(np.ones(4), 1000)
+    given = rng.integers(0, 4, 1000)
+    whole = _probe.confident_learning(proba, given)
+    monkeypatch.setattr(_probe, "CL_CHUNK", 97)
+    chunked = _probe.confident_learning(proba, given)
+    for name in ("thresholds", "joint", "calibrated", "noise_rate", "issue", "suggested", "score"):
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), name)
+    assert whole.issue.any()
+
+
+def test_fold_model_is_the_same_for_any_number_of_fit_threads(monkeypatch):
+    texts, labels = _texts_with_copies(300, seed=2)
+    y = np.array([sorted(set(labels)).index(v) for v in labels])
+    x = _probe.vectorize(texts)
+    monkeypatch.setattr(_probe, "_fit_threads", lambda: 1)
+    one = _probe._Model(x, y, 3, seed=0).predict(x)
+    monkeypatch.setattr(_probe, "_fit_threads", lambda: 2)
+    two = _probe._Model(x, y, 3, seed=0)
+    assert two.model.n_jobs == 2
+    np.testing.assert_array_equal(two.predict(x), one)
