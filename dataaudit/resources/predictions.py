@@ -402,7 +402,7 @@ def _with_digest(pred: Predictions) -> Predictions:
 
 
 def _read_file(path: Path) -> list[dict[str, Any]]:
-    from ..readers import file_batches
+    from ..inputs.files import file_batches
 
     try:
         batches = list(file_batches(path)(65536))
