@@ -185,6 +185,9 @@ class Finding:
     split: str | None = None
     examples: list[dict[str, Any]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    #: stands for the ``count`` findings a capped list left out ("12 more rows overlap train"):
+    #: a diff cannot call a finding new while the old report's list was cut short of it
+    rollup: bool = False
 
     def fingerprint(self, code: str) -> str:
         return f"{code}-{xxhash.xxh3_64_hexdigest(f'{code}|{self.key}'.encode())}"

@@ -108,6 +108,9 @@ class FindingChange:
     new_count: int
     old_severity: str | None = None
     suppressed: bool = False  # accepted in the baseline of the report it comes from
+    #: new to the list, but the old report's list was capped and rolled up more of the same
+    #: rule and split than the new one lists: it may well have been there (not a regression)
+    surfaced: bool = False
 
     @property
     def count_delta(self) -> int:
@@ -443,6 +446,7 @@ class ReportDiff:
         # a rule that errored or was skipped has no findings: that is not "resolved"
         a_ran = a is not None and a.get("status") not in (Status.ERROR, Status.SKIPPED)
         b_ran = b is not None and b.get("status") not in (Status.ERROR, Status.SKIPPED)
+        surfaced = _surfaced(fa, fb)
         for fp in list(fa) + [k for k in fb if k not in fa]:
             x, y = fa.get(fp), fb.get(fp)
             if x is not None and y is not None:
@@ -468,6 +472,7 @@ class ReportDiff:
                     int((y or {}).get("count", 0)),
                     (x or {}).get("severity") if x and y else None,
                     bool(f.get("suppressed", False)),
+                    fp in surfaced,
                 )
             )
 
@@ -487,7 +492,10 @@ class ReportDiff:
         out += [
             f"{f.code}: new {f.severity} finding {f.fingerprint}"
             for f in self.findings
-            if f.state == "new" and not f.suppressed and _rank(Severity, f.severity, warn) >= gate
+            if f.state == "new"
+            and not f.suppressed
+            and not f.surfaced
+            and _rank(Severity, f.severity, warn) >= gate
         ]
         out += [
             f"{f.code}: finding {f.fingerprint} severity {f.old_severity} → {f.severity}"
@@ -658,6 +666,28 @@ def format_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
     return plain(v, 60)
+
+
+def _surfaced(fa: dict[str, dict], fb: dict[str, dict]) -> set[str]:
+    """Fingerprints new to ``fb`` that the old report's capped list may have held in its rollup.
+
+    A rule that lists at most N findings rolls the rest into one ("12 more rows overlap
+    train"). When a version removes listed rows, rolled-up ones move into the list and look
+    new, and removing duplicates was called a regression. Such a finding is not new while the
+    old report rolled up findings of its split (a rollup without a split covers all) and the
+    total count there, listed plus rolled up, did not grow.
+    """
+    out: set[str] = set()
+    for split in {f.get("split") for f in fa.values() if f.get("rollup")}:
+
+        def here(f: dict, split: str | None = split) -> bool:
+            return split is None or f.get("split") == split
+
+        old_total = sum(int(f.get("count", 0)) for f in fa.values() if here(f))
+        new_total = sum(int(f.get("count", 0)) for f in fb.values() if here(f))
+        if new_total <= old_total:
+            out |= {fp for fp, f in fb.items() if fp not in fa and not f.get("rollup") and here(f)}
+    return out
 
 
 def _metric_reason(m: MetricDelta) -> str:

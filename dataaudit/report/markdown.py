@@ -181,6 +181,8 @@ def render_diff_markdown(d: ReportDiff, *, max_items: int = 20) -> str:
         for f in changed[:max_items]:
             mark = "➕ new" if f.state == "new" else "➖ resolved"
             accepted = " (suppressed)" if f.suppressed else ""
+            if f.surfaced:
+                accepted += " (was rolled up)"
             lines.append(
                 f"| {mark}{accepted} | {_code(f.code)} | {md(f.severity, 10)} "
                 f"| {md(f.message, 200)} |"

@@ -68,6 +68,7 @@ def _result_dict(
                 "examples": f.examples[:max_examples],
                 "data": f.data,
                 "suppressed": accepted is not None and fingerprint in accepted,
+                **({"rollup": True} if f.rollup else {}),
             }
         )
     if any(f["suppressed"] for f in findings) and status not in (Status.ERROR, Status.SKIPPED):

@@ -20,7 +20,8 @@ SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 # 1.7: the optional "signals" section (a training log read against the data: dataaudit.signals);
 # 1.8: the "engine" that ran the audit (local or ray, its version, the cluster's nodes and CPUs)
 # 1.9: resources.predictions (a model's predictions the EVAL rules read: kind, source, key, rows)
-SCHEMA_VERSION = "1.9"
+# 1.10: a finding's optional "rollup" (it stands for the findings a capped list left out)
+SCHEMA_VERSION = "1.10"
 
 _STATUS = [s.value for s in Status]
 _SEVERITY = [s.value for s in Severity]
@@ -135,7 +136,14 @@ def report_schema() -> dict[str, Any]:
                 "description": "accepted in the audit's baseline: listed, but left out of the "
                 "rule's status and the gate",
             },
-        }
+            "rollup": {
+                "const": True,
+                "description": "stands for the `count` findings a capped list left out (present "
+                "only when true); a diff does not call a finding new while the old report's "
+                "list of its rule and split was cut short and the total did not grow",
+            },
+        },
+        optional=("rollup",),
     )
     result = _obj(
         {

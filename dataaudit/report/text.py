@@ -232,6 +232,8 @@ def render_diff(d: ReportDiff, *, max_items: int = 20) -> str:
             else ""
         )
         accepted = " (suppressed)" if f.suppressed else ""
+        if f.surfaced:
+            accepted += " (listed now; the old report's capped list had rolled it up)"
         lines.append(
             f"  {mark[f.state]} [{plain(f.severity, 10)}] {f.code} {plain(f.message, 140)}"
             f"{count}{accepted}"

@@ -227,3 +227,74 @@ def test_tolerances_in_a_pack_are_checked_when_it_loads(tmp_path):
     pack.write_text("tolerances: [TOK001.js]\n")
     with pytest.raises(ConfigError, match="expected a mapping of CODE.METRIC"):
         load_config(pack)
+
+
+def _leaky(n_leaks: int, drop: int) -> dict[str, list[dict]]:
+    """Train, and a test split whose first ``n_leaks`` rows are copies of train rows; the
+    ``drop`` leaked test rows listed first are removed (as a cleaning step would)."""
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+    ]
+    train = [
+        {"text": f"record {i}: " + " ".join(words[(i * 7 + j) % len(words)] for j in range(12))}
+        for i in range(200)
+    ]
+    test = [{"text": train[i]["text"]} for i in range(n_leaks)]
+    test += [{"text": f"unrelated test row {i} about {words[i % len(words)]}"} for i in range(60)]
+    return {"train": train, "test": test[drop:]}
+
+
+def test_removing_listed_leaks_from_a_capped_list_is_no_regression():
+    """Removing leaked rows that the capped list showed pulls rolled-up ones into the list: they
+    are listed now, not new, and the diff gate must not fail on the improvement (it did: 3 'new'
+    LEAK001 findings after dropping 3 leaks made a pure improvement REGRESSED)."""
+    opts = {"LEAK001": {"max_findings": 5}}
+    old = dataaudit.audit(_leaky(12, 0), select=["LEAK001"], rules=opts, fail_on="warn")
+    new = dataaudit.audit(_leaky(12, 3), select=["LEAK001"], rules=opts, fail_on="warn")
+    (leak,) = [r for r in old.to_dict()["results"] if r["code"] == "LEAK001"]
+    rolled = [f for f in leak["findings"] if f.get("rollup")]
+    assert [f["count"] for f in rolled] == [7]
+    d = diff(old, new, fail_on="warn")
+    new_findings = [f for f in d.findings if f.state == "new"]
+    assert len(new_findings) == 3 and all(f.surfaced for f in new_findings)
+    assert not d.regressed, d.regressions
+    assert "rolled it up" in d.summary()
+
+
+def test_a_new_finding_is_new_when_the_total_grows_or_nothing_was_rolled_up(base):
+    def rollup(count: int, split: str | None = "train") -> dict:
+        return {
+            **_finding("XX001-" + "f" * 16, "info"),
+            "count": count,
+            "rollup": True,
+            "split": split,
+        }
+
+    a, b = _finding("XX001-" + "a" * 16, "warn"), _finding("XX001-" + "b" * 16, "warn")
+    old = _report(base, [], status="warn", findings=[a, rollup(7)], fail_on="warn")
+    moved = _report(base, [], status="warn", findings=[b, rollup(7)], fail_on="warn")
+    assert not diff(old, moved).regressed  # total 8 -> 8: b may have been rolled up
+    grew = _report(base, [], status="warn", findings=[a, b, rollup(7)], fail_on="warn")
+    assert diff(old, grew).regressions == [f"XX001: new warn finding XX001-{'b' * 16}"]
+    plain = _report(base, [], status="warn", findings=[a], fail_on="warn")
+    swapped = _report(base, [], status="warn", findings=[b], fail_on="warn")
+    assert diff(plain, swapped).regressed  # no capped list: b is new
+    other = {**b, "split": "test"}
+    elsewhere = _report(base, [], status="warn", findings=[a, other, rollup(6)], fail_on="warn")
+    assert diff(old, elsewhere).regressed  # train's rollup says nothing about test
+    any_split = _report(base, [], status="warn", findings=[a, rollup(7, None)], fail_on="warn")
+    assert not diff(
+        any_split,
+        _report(base, [], status="warn", findings=[other, rollup(7, None)], fail_on="warn"),
+    ).regressed  # a rollup without a split covers every split

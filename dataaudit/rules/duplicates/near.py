@@ -247,6 +247,7 @@ class NearDuplicates(Rule):
                     severity=Severity.INFO,
                     count=rest_rows,
                     split=split,
+                    rollup=True,
                 )
             )
         if no_shingle:

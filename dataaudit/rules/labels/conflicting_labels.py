@@ -194,7 +194,8 @@ class ConflictingLabels(Rule):
                     "rows) are flagged but not listed (raise max_findings to list them)",
                     key="more",
                     severity=None if mode == "label" else Severity.INFO,
-                    count=len(rest),
+                    count=sum(len(g.rows) for g in rest),  # rows, as a listed group counts
+                    rollup=True,
                 )
             )
         result.details = {

@@ -308,6 +308,7 @@ class TrainEvalOverlap(Rule):
                     key=f"{ev}:more",
                     count=rest,
                     split=ev,
+                    rollup=True,
                 )
             )
         return {"eval_rows": ne, "leaked_rows": len(leaked), "exact": n_exact, "rate": rate}
