@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
 from ...context import AuditContext
 from ...features import Batch
@@ -19,6 +20,7 @@ from .._columns import append
 from .._ids import id_column, ids_at
 from .._origin import check_origin, state_origin
 
+U64 = np.uint64
 ZSTD_LEVEL = 3  # eval text: about a third of its size for prose, ~150 MB/s
 
 
@@ -52,6 +54,20 @@ def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[st
             start = prev = p
     span = " ".join(words[best[0] : best[1] + n])
     return span[:limit], best[1] - best[0] + n
+
+
+def _near_template(template: np.ndarray, row: np.ndarray, first: np.ndarray, n: int) -> np.ndarray:
+    """Per n-gram (rows' n-grams in order), whether it shares a word with a template n-gram of
+    its row: the n-grams that cross from a system prompt into the row's own text are the
+    template's too, not evidence of a leak."""
+    if not template.any():
+        return template
+    j = np.arange(len(template))
+    row = np.asarray(row)
+    lo = np.maximum(j - n + 1, first[row])
+    hi = np.minimum(j + n - 1, first[row + 1] - 1)
+    cs = np.concatenate([[0], np.cumsum(template)])
+    return cs[hi + 1] - cs[lo] > 0
 
 
 def _longest_runs(hit: np.ndarray, row: np.ndarray, nrows: int) -> np.ndarray:
@@ -116,6 +132,12 @@ class NgramContamination(Rule):
             (default 50,000,000 ~ 400 MB).
         bloom_mb: size of that Bloom filter in MB (default 512).
         max_examples_per_finding: spans shown per finding (default: the audit's max_examples).
+        template_share: an n-gram that train has and that at least this share of an eval
+            split's distinct rows (and at least ``template_rows`` of them) share is a template
+            (a system prompt, a chat format, a form's boilerplate), not a leak: it is left out of
+            the matches and listed in an info finding with its span (default 0.2; 1 counts
+            every n-gram). A leaked passage sits in few eval rows; a template in most of them.
+        template_rows: the fewest distinct eval rows that make a template (default 10).
     """
 
     code = "LEAK002"
@@ -130,17 +152,25 @@ class NgramContamination(Rule):
         max_index_ngrams: int = 50_000_000,
         bloom_mb: int = 512,
         max_examples_per_finding: int | None = None,
+        template_share: float = 0.2,
+        template_rows: int = 10,
     ):
         self.ngram = ngram
         self.max_index_ngrams = max_index_ngrams
         self.bloom_mb = bloom_mb
         self.max_examples_per_finding = max_examples_per_finding
+        self.template_share = template_share
+        self.template_rows = template_rows
 
     def check_options(self) -> None:
         if int(self.ngram) < 1:
             raise ValueError(f"ngram={self.ngram}: must be >= 1")
         if int(self.bloom_mb) < 1:
             raise ValueError(f"bloom_mb={self.bloom_mb}: must be >= 1")
+        if not 0 < float(self.template_share) <= 1:
+            raise ValueError(f"template_share={self.template_share}: must be in (0, 1]")
+        if int(self.template_rows) < 2:
+            raise ValueError(f"template_rows={self.template_rows}: must be >= 2")
 
     def skip_reason(self, ctx: AuditContext) -> str | None:
         reason = super().skip_reason(ctx)
@@ -216,7 +246,7 @@ class NgramContamination(Rule):
         n = int(self.ngram)
         shown_max = int(self.max_examples_per_finding or ctx.max_examples)
         index: NgramIndex = state["index"]
-        result = RuleResult(thresholds={"ngram": n})
+        result = RuleResult(thresholds={"ngram": n, "template_share": self.template_share})
         details: dict[str, Any] = {
             "index": {
                 "exact": index.size is not None,
@@ -228,27 +258,13 @@ class NgramContamination(Rule):
         for split in ctx.eval_splits():
             sp = state["splits"].get(split, {})
             nrows = sum(sp.get("rows", []))
-            bad_parts, examples, spans, bad_ids = [], [], [], []
-            id_parts = sp.get("ids") or [None] * len(sp.get("offset", []))
-            for offset, blob, ids in zip(sp.get("offset", []), sp.get("text", []), id_parts):
-                norm = _unpack(blob)
-                sh = ngram_hashes(norm, n)
-                hit = index.contains(sh.hashes)
-                first = sh.offsets()
-                bad = np.unique(sh.row[hit])
-                bad_parts.append(offset + bad)
-                spans.append(_longest_runs(hit, sh.row, len(norm))[bad] + n - 1)
-                bad_ids.extend(
-                    [None] * len(bad) if ids is None else ids.take(pa.array(bad)).to_pylist()
-                )
-                for r in bad[: max(0, shown_max - len(examples))]:
-                    pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
-                    span, words = _span(norm[int(r)].as_py(), pos, n)
-                    examples.append(
-                        ctx.example(
-                            split, offset + int(r), span=ctx.truncate(span), span_words=words
-                        )
-                    )
+            scan = self._scan(sp, index, ctx, split, shown_max, None)
+            templates = self._templates(scan.pop("pairs"), nrows)
+            if len(templates):
+                scan = self._scan(sp, index, ctx, split, shown_max, templates["hashes"])
+                self._template_finding(result, split, train, templates, nrows)
+            bad_parts, spans, bad_ids = scan["bad"], scan["spans"], scan["ids"]
+            examples = scan["examples"]
             bad = np.concatenate(bad_parts) if bad_parts else np.empty(0, np.int64)
             rate = len(bad) / nrows if nrows else 0.0
             result.metric("contaminated_rows", len(bad), Direction.LOWER, split=split)
@@ -286,6 +302,82 @@ class NgramContamination(Rule):
         self._refs(state, ctx, result, details, shown_max)
         result.details = details
         return result
+
+    def _scan(self, sp, index, ctx, split, shown_max, exclude) -> dict[str, Any]:
+        """One eval split against the train index, part by part: its matching rows, their
+        longest spans and ids, examples, and (hashed n-gram, row text) pairs of the matches;
+        ``exclude``: template n-grams that do not count as matches."""
+        n = int(self.ngram)
+        out: dict[str, Any] = {"bad": [], "spans": [], "ids": [], "examples": [], "pairs": []}
+        id_parts = sp.get("ids") or [None] * len(sp.get("offset", []))
+        for offset, blob, ids in zip(sp.get("offset", []), sp.get("text", []), id_parts):
+            norm = _unpack(blob)
+            sh = ngram_hashes(norm, n)
+            hit = index.contains(sh.hashes)
+            first = sh.offsets()
+            if exclude is not None and hit.any():
+                hit &= ~_near_template(np.isin(sh.hashes, exclude), sh.row, first, n)
+            bad = np.unique(sh.row[hit])
+            if exclude is None and len(bad):
+                texts = {
+                    int(r): xxhash.xxh3_64_intdigest(
+                        norm[int(r)].as_py().encode("utf-8", "surrogatepass")
+                    )
+                    for r in bad
+                }
+                rows = sh.row[hit]
+                out["pairs"].append(
+                    (sh.hashes[hit], np.fromiter((texts[int(r)] for r in rows), U64, len(rows)))
+                )
+            out["bad"].append(offset + bad)
+            out["spans"].append(_longest_runs(hit, sh.row, len(norm))[bad] + n - 1)
+            out["ids"].extend(
+                [None] * len(bad) if ids is None else ids.take(pa.array(bad)).to_pylist()
+            )
+            for r in bad[: max(0, shown_max - len(out["examples"]))]:
+                pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
+                span, words = _span(norm[int(r)].as_py(), pos, n)
+                out["examples"].append(
+                    ctx.example(split, offset + int(r), span=ctx.truncate(span), span_words=words)
+                )
+        return out
+
+    def _templates(self, pairs: list[tuple[np.ndarray, np.ndarray]], nrows: int) -> dict:
+        """Matched n-grams that at least ``template_share`` of the split's distinct rows (and at
+        least ``template_rows``) share: {hashes (sorted), rows (distinct rows per hash)}."""
+        if not pairs or float(self.template_share) >= 1:
+            return {}
+        grams = np.concatenate([p[0] for p in pairs])
+        texts = np.concatenate([p[1] for p in pairs])
+        with np.errstate(over="ignore"):  # one key per (n-gram, row text) pair
+            mixed = grams ^ (texts * U64(0x9E3779B97F4A7C15))
+        _, first = np.unique(mixed, return_index=True)
+        hashes, rows = np.unique(grams[first], return_counts=True)
+        need = max(int(self.template_rows), float(self.template_share) * nrows)
+        keep = rows >= need
+        if not keep.any():
+            return {}
+        return {"hashes": hashes[keep], "rows": rows[keep]}
+
+    def _template_finding(self, result, split, train, templates, nrows) -> None:
+        count = len(templates["hashes"])
+        most = int(templates["rows"].max())
+        result.findings.append(
+            Finding(
+                message=(
+                    f"{split}: {plural(count, f'{self.ngram}-gram')} that train has "
+                    f"{noun(count, 'is', 'are')} shared by up to {plural(most, 'distinct row')} "
+                    f"of {nrows:,} (a template such as a system prompt, not a leak) and "
+                    f"{noun(count, 'was', 'were')} left out of the matches "
+                    f"(template_share={self.template_share})"
+                ),
+                key=f"{split}:{train}:{self.ngram}:template",
+                severity=Severity.INFO,
+                count=count,
+                split=split,
+                data={"ngrams": count, "most_rows": most},
+            )
+        )
 
     def _refs(self, state, ctx, result, details, shown_max) -> None:
         n = int(self.ngram)
