@@ -174,6 +174,10 @@ class _Model:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self.model.fit(x_train, y_train)
+            # column-major, so predict's sparse x coef_.T product reads it in place: row-major,
+            # scipy copied all of it (classes x n_features float64, 130 MB for 60 classes) on
+            # every predict call (the same numbers either way)
+            self.model.coef_ = np.asfortranarray(self.model.coef_)
 
     def predict(self, x) -> np.ndarray:
         proba = np.zeros((x.shape[0], self.n_classes))
@@ -282,6 +286,7 @@ def oof_proba(
         if score_idx.size:
             _score_distinct(model, vec, s_texts, score_idx, proba_s)
             seen_s[score_idx] = np.isin(sy[score_idx], model.present)
+        del model  # its coefficients are classes x n_features dense (130 MB for 60 classes)
     _CACHE[key] = (proba.copy(), seen.copy())
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

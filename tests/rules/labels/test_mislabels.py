@@ -212,3 +212,16 @@ def test_fold_model_is_the_same_for_any_number_of_fit_threads(monkeypatch):
     two = _probe._Model(x, y, 3, seed=0)
     assert two.model.n_jobs == 2
     np.testing.assert_array_equal(two.predict(x), one)
+
+
+def test_fold_model_keeps_its_coefficients_column_major_and_predicts_the_same():
+    """Column-major coefficients let predict's sparse product read them in place (row-major,
+    scipy copied classes x n_features floats on every call); the probabilities are the same."""
+    texts, labels = _texts_with_copies(300, seed=3)
+    y = np.array([sorted(set(labels)).index(v) for v in labels])
+    x = _probe.vectorize(texts)
+    model = _probe._Model(x, y, 3, seed=0)
+    assert model.model.coef_.flags.f_contiguous and not model.model.coef_.flags.c_contiguous
+    fast = model.predict(x)
+    model.model.coef_ = np.ascontiguousarray(model.model.coef_)
+    np.testing.assert_array_equal(fast, model.predict(x))
