@@ -2,18 +2,22 @@
 a key meet in one partition, each partition yields verified candidate edges, and connected
 components of the edges are the clusters the rule finishes with. No process holds every row.
 
-A rule opts in with ``keyed = True`` and three methods (no built-in rule uses it yet):
+A rule opts in with ``keyed = True`` and three methods (DUP001 is the first built-in one):
 
-- ``emit(batch) -> pa.Table | None``: per row, zero or more keys (column ``key``, uint64, already
-  a hash) with the row id (column ``row``, int64) and a small payload (any other columns). Runs
-  on the workers, beside ``update``.
+- ``emit(state, batch) -> pa.Table | None``: per row, zero or more keys (column ``key``, uint64,
+  already a hash) with the row id (column ``row``, int64) and a small payload (any other
+  columns). Runs on the workers, right after ``update`` (the state is there for the settings
+  ``start`` put in it, e.g. the report's example length; emit must not change it).
 - ``edges(part) -> pa.Table | None``: all emitted rows of one partition (every key with
   ``key % partitions == p``), the engine's ``split`` column added, sorted by (key, split, row) so
   the order never depends on how the input was cut. Returns candidate pairs the rule verified,
   columns ``split_a, row_a, split_b, row_b``. Runs where the partition is.
 - ``finish_keyed(state, clusters, ctx) -> RuleResult``: instead of ``finish``; ``clusters`` are
   the connected components of all edges, each a sorted list of (split, row), ordered by first
-  member (splits in the audit's order), singletons left out.
+  member (splits in the audit's order), singletons left out. Each is a :class:`Cluster`: its
+  ``rows`` table holds the members' emitted rows (``split``, ``row``, ``key`` and the payload, one
+  per member in member order; a member that emitted several keys shows the first of its
+  partition), so only the rows of clusters, not every row, travel to the finish.
 
 The shuffle is ``key % partitions``: on disk in the local engine (:class:`DiskSpill`, one Arrow
 stream per rule and partition and writer, memory bounded by a batch), through the object store
@@ -38,6 +42,8 @@ from .state import RULE_FAILURES, RuleRun, error_message
 
 __all__ = [
     "PARTITIONS",
+    "Cluster",
+    "Clusters",
     "DiskSpill",
     "MemorySpill",
     "clusters_of",
@@ -76,7 +82,7 @@ def emit(run: RuleRun, batch: Any) -> pa.Table | None:
     """The rule's keyed rows of ``batch`` with their split, or None; a rule that raises or emits
     the wrong shape gets the error (like a failing ``update``)."""
     try:
-        table = run.rule.emit(batch)
+        table = run.rule.emit(run.state, batch)
         if table is None or table.num_rows == 0:
             return None
         if not isinstance(table, pa.Table):
@@ -168,38 +174,106 @@ def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | 
     missing = [c for c in EDGE_COLUMNS if c not in edges.column_names]
     if missing:
         raise TypeError(f"edges() must return a table with columns {', '.join(EDGE_COLUMNS)}")
-    return edges.select(list(EDGE_COLUMNS))
+    edges = edges.select(list(EDGE_COLUMNS))
+    # each end's emitted row rides along (``a.<column>``, ``b.<column>``): the clusters' payload
+    ids = _node_ids(part.column("split"), part.column("row"), splits)
+    nodes, first = np.unique(ids, return_index=True)  # a row's first key in (key, split, row)
+    payload = [c for c in part.column_names if c not in ("split", "row")]
+    for end in ("a", "b"):
+        want = _node_ids(edges[f"split_{end}"], edges[f"row_{end}"], splits)
+        at = np.minimum(np.searchsorted(nodes, want), len(nodes) - 1)
+        if not (nodes[at] == want).all():
+            raise ValueError("edges() named a row that is not in its partition")
+        taken = part.select(payload).take(pa.array(first[at]))
+        for name in payload:
+            edges = edges.append_column(f"{end}.{name}", taken.column(name))
+    return edges
 
 
-def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> list[list[tuple[str, int]]]:
-    """Connected components of the edges: each a sorted list of (split, row), the list ordered
-    by first member; the same whatever order or partition the edges came from."""
+def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
+    """(split rank << 40) | row: one sortable int64 per (split, row)."""
+    rank = pc.index_in(split, value_set=pa.array(splits, pa.string()))
+    if rank.null_count:
+        raise ValueError("a keyed row names a split the audit does not have")
+    r = np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
+    return (r << 40) | np.asarray(row.to_numpy(), np.int64)
+
+
+class Cluster(list):
+    """A connected component: its members as a sorted list of (split, row); ``rows`` are their
+    emitted rows (split, row, key and the payload), one per member in the same order."""
+
+    def __init__(self, members: list[tuple[str, int]], table: pa.Table | None = None, at: int = 0):
+        super().__init__(members)
+        self.table, self.at = table, at  # the rows of all clusters; this one's start
+
+    @property
+    def rows(self) -> pa.Table | None:
+        return None if self.table is None else self.table.slice(self.at, len(self))
+
+    def __reduce__(self):  # a list subclass pickles its attributes only this way
+        return (Cluster, (list(self), self.table, self.at))
+
+
+class Clusters(list):
+    """The clusters, and ``rows``: every member's emitted row, cluster after cluster (so a rule
+    reads a payload column of all members at once instead of cluster by cluster)."""
+
+    def __init__(self, clusters: list[Cluster] = (), rows: pa.Table | None = None):
+        super().__init__(clusters)
+        self.rows = rows
+
+    def __reduce__(self):
+        return (Clusters, (list(self), self.rows))
+
+
+def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> Clusters:
+    """Connected components of the edges: each a sorted list of (split, row) with its members'
+    emitted rows, the list ordered by first member; the same whatever order or partition the
+    edges came from."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     tables = [t for t in edges if t is not None and t.num_rows]
     if not tables:
-        return []
-    table = pa.concat_tables(tables)
-    rank = {name: i for i, name in enumerate(splits)}
-
-    def node(split_col: str, row_col: str) -> np.ndarray:
-        s = np.array([rank[v] for v in table.column(split_col).to_pylist()], dtype=np.int64)
-        return (s << 40) | table.column(row_col).to_numpy().astype(np.int64)
-
-    a, b = node("split_a", "row_a"), node("split_b", "row_b")
-    nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+        return Clusters()
+    table = pa.concat_tables(tables, promote_options="default")
+    a = _node_ids(table.column("split_a"), table.column("row_a"), splits)
+    b = _node_ids(table.column("split_b"), table.column("row_b"), splits)
+    ends = np.concatenate([a, b])
+    nodes, first, inverse = np.unique(ends, return_index=True, return_inverse=True)
     n = len(nodes)
     ia, ib = inverse[: len(a)], inverse[len(a) :]
     graph = coo_matrix((np.ones(len(ia), dtype=np.int8), (ia, ib)), shape=(n, n))
     _, labels = connected_components(graph, directed=False)
-    groups: dict[int, list[int]] = {}
-    for i, label in enumerate(labels):  # nodes are sorted, so members come out sorted
-        groups.setdefault(int(label), []).append(int(nodes[i]))
-    out = [
-        [(splits[m >> 40], m & ((1 << 40) - 1)) for m in members]
-        for members in groups.values()
-        if len(members) > 1
-    ]
-    out.sort(key=lambda c: (rank[c[0][0]], c[0][1]))
+    # members grouped by component, the components by first member: nodes are sorted, so a
+    # stable sort by the component's smallest node keeps each component's members sorted
+    smallest = np.full(labels.max() + 1 if n else 0, n, np.int64)
+    np.minimum.at(smallest, labels, np.arange(n))
+    order = np.argsort(smallest[labels], kind="stable")
+    sizes = np.bincount(labels)[labels[order]]
+    # each member's emitted row: the payload of its first appearance as an end of an edge
+    payload = [c[2:] for c in table.column_names if c.startswith("a.")]
+    stacked = {
+        name: pa.chunked_array(table.column(f"a.{name}").chunks + table.column(f"b.{name}").chunks)
+        for name in payload
+    }
+    keep = sizes > 1  # singletons are left out
+    order, sizes = order[keep], sizes[keep]
+    cut = labels[order][1:] != labels[order][:-1]
+    starts = np.flatnonzero(np.concatenate([[True], cut])) if len(order) else order
+    split_col = np.asarray(splits, dtype=object)[(nodes[order] >> 40)]
+    row_col = nodes[order] & ((1 << 40) - 1)
+    rows = pa.table(
+        {
+            "split": pa.array(split_col, pa.string()),
+            "row": row_col,
+            **{name: col.take(pa.array(first[order])) for name, col in stacked.items()},
+        }
+    )
+    names, members = split_col.tolist(), row_col.tolist()
+    out = Clusters(rows=rows)
+    for lo in starts.tolist():
+        k = int(sizes[lo])
+        out.append(Cluster(list(zip(names[lo : lo + k], members[lo : lo + k])), rows, lo))
     return out

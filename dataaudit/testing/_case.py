@@ -187,14 +187,46 @@ class Case:
         return state
 
     @staticmethod
-    def finish(rule: Rule, state: Any, ctx: AuditContext, counts: Mapping[str, int]) -> RuleResult:
+    def finish(
+        rule: Rule,
+        state: Any,
+        ctx: AuditContext,
+        counts: Mapping[str, int],
+        batches: Batches = (),
+        *,
+        partitions: int | None = None,
+    ) -> RuleResult:
+        """The rule's result from ``state``; a keyed rule (``Rule.keyed``) also emits the rows of
+        ``batches`` (those the state folded) through the engine's keyed stage, in ``partitions``
+        (default: the rule's own)."""
         for name, info in ctx.splits.items():
             info.num_rows = counts.get(name, 0)
-        result = rule.finish(state, ctx)
+        if getattr(rule, "keyed", False) is True:
+            result = Case._finish_keyed(rule, state, ctx, batches, partitions)
+        else:
+            result = rule.finish(state, ctx)
         assert isinstance(result, RuleResult), (
             f"{rule.code}: finish() returned {type(result).__name__}, not a RuleResult"
         )
         return result
+
+    @staticmethod
+    def _finish_keyed(
+        rule: Rule, state: Any, ctx: AuditContext, batches: Batches, partitions: int | None
+    ) -> RuleResult:
+        from ..engine import keyed
+        from ..engine.state import RuleRun
+
+        parts = keyed.partitions_of(rule) if partitions is None else partitions
+        spill, run = keyed.MemorySpill(), RuleRun(rule, rule.severity, state)
+        for split, offset, rb in batches:
+            rows = keyed.emit(run, ctx.batch(split, rb, offset))
+            assert run.error is None, f"{rule.code}: emit() failed: {run.error}"
+            if rows is not None:
+                spill.add(0, parts, rows)
+        splits = list(ctx.splits)
+        edges = [keyed.edges_of(rule, spill.table(0, p), splits) for p in range(parts)]
+        return rule.finish_keyed(state, keyed.clusters_of(edges, splits), ctx)
 
     def one_pass(self, batch_size: int = 16) -> RuleResult:
         """The rule's result over all the data in one pass (computed once per batch size)."""
@@ -202,7 +234,9 @@ class Case:
             rule, ctx = self.runnable()
             batches = self.batches(batch_size)
             state = self.fold(rule, ctx, batches)
-            self._one_pass[batch_size] = self.finish(rule, state, ctx, self.counts(batches))
+            self._one_pass[batch_size] = self.finish(
+                rule, state, ctx, self.counts(batches), batches
+            )
         return self._one_pass[batch_size]
 
     def verdict(self) -> RuleResult:

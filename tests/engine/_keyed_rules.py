@@ -1,5 +1,5 @@
-"""A keyed test rule: exact duplicates through the engine's keyed stage (engine/keyed.py), which
-no built-in rule uses yet. Its own module: worker processes unpickle it by importing it."""
+"""A keyed test rule: exact duplicates (across splits) through the engine's keyed stage
+(engine/keyed.py). Its own module: worker processes unpickle it by importing it."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class KeyedExact(Rule):
     def merge(self, a, b):
         return {"rows": a["rows"] + b["rows"]}
 
-    def emit(self, batch):
+    def emit(self, state, batch):
         texts = batch.role("text").to_pylist()
         rows = batch.row_ids
         keep = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]

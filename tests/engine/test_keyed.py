@@ -71,3 +71,35 @@ def test_keyed_stage_in_worker_processes(fixtures_dir, monkeypatch):
     _, serial = _run(fixtures_dir / "classification")
     _, workers = _run(fixtures_dir / "classification", workers=2)
     assert workers == serial
+
+
+def test_clusters_carry_their_members_emitted_rows():
+    # a member's payload reaches finish_keyed with it (KEY001 emits each text's length), in
+    # member order, whatever partition or edge order it came from
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401
+
+    part = pa.table(
+        {
+            "key": pa.array([9, 5, 5, 9, 6, 7], pa.uint64()),
+            "row": pa.array([4, 8, 1, 0, 3, 2], pa.int64()),
+            "chars": pa.array([40, 80, 10, 0, 30, 20], pa.int64()),
+            "split": ["test", "train", "train", "test", "test", "train"],
+        }
+    )
+    splits = ["train", "test"]
+    rule = KeyedExact()
+    one = keyed_engine.edges_of(rule, part, splits)
+    odd = pa.compute.equal(pa.compute.bit_wise_and(part["key"], 1), 1)
+    halves = [
+        keyed_engine.edges_of(rule, part.filter(m), splits) for m in (odd, pa.compute.invert(odd))
+    ]
+    for edges in ([one], halves, halves[::-1]):
+        clusters = keyed_engine.clusters_of(edges, splits)
+        assert clusters == [[("train", 1), ("train", 8)], [("test", 0), ("test", 4)]]
+        assert [c.rows.column("chars").to_pylist() for c in clusters] == [[10, 80], [0, 40]]
+        assert [c.rows.column("key").to_pylist() for c in clusters] == [[5, 5], [9, 9]]
+    again = pickle.loads(pickle.dumps(clusters))
+    assert again == clusters and again[1].rows.equals(clusters[1].rows)

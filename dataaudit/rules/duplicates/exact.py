@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
 from ...wording import plural
-from .._columns import append, cat, key_hex, row_columns, texts
-from .._ids import take_ids
+from .._columns import key_hex, nonempty_hash, snippet
+from .._ids import id_column
 from .._origin import check_origin, state_origin
-from ._sources import per_source, source_values
+from ._sources import source_values
 
 
 class ExactDuplicates(Rule):
@@ -47,6 +49,7 @@ class ExactDuplicates(Rule):
     groups = ("default", "duplicates")
     severity = Severity.WARN
     requires = ("text",)
+    keyed = True  # rows meet by normalized hash in the engine's keyed stage, not in one state
 
     def __init__(self, max_findings: int = 20):
         self.max_findings = max_findings
@@ -63,97 +66,132 @@ class ExactDuplicates(Rule):
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        cols = row_columns(batch, state["chars"])
+        # only counts: the rows themselves go through the keyed stage (emit)
+        sp = state["splits"].at(batch.split)
+        sp["rows"] = sp.get("rows", 0) + batch.num_rows
         sources = source_values(batch)
         if sources is not None:
-            cols["source"] = sources
-        append(state, batch.split, **cols)
+            counts = sp.setdefault("sources", {})
+            for item in pc.value_counts(sources).to_pylist():
+                counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
         return {**a, "splits": a["splits"].merge(b["splits"])}
 
+    def emit(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
+        """One key per row with text: its normalized hash; the payload is what a finding or a
+        flag shows of the row (snippet, id, source)."""
+        h = nonempty_hash(batch)
+        keep = np.flatnonzero(h != 0)
+        if not len(keep):
+            return None
+        at = pa.array(keep)
+        cols: dict[str, Any] = {
+            "key": pa.array(h[keep], pa.uint64()),
+            "row": pa.array(np.asarray(batch.row_ids)[keep], pa.int64()),
+            "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
+        }
+        ids = id_column(batch)
+        if ids is not None:
+            cols["id"] = ids.take(at)
+        sources = source_values(batch)
+        if sources is not None:
+            cols["source"] = sources.take(at)
+        return pa.table(cols)
+
+    def edges(self, part: pa.Table) -> pa.Table:
+        """Rows sorted by (key, split, row): each row with the same key and split as the row
+        before it is that row's duplicate (a chain through the group)."""
+        keys = part.column("key").to_numpy()
+        split = part.column("split")
+        same_split = pc.equal(split.slice(1), split.slice(0, len(split) - 1)).to_numpy(
+            zero_copy_only=False
+        )
+        link = np.flatnonzero((keys[1:] == keys[:-1]) & same_split)
+        row = part.column("row")
+        a, b = pa.array(link), pa.array(link + 1)
+        return pa.table(
+            {
+                "split_a": split.take(a),
+                "row_a": row.take(a),
+                "split_b": split.take(b),
+                "row_b": row.take(b),
+            }
+        )
+
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        raise RuntimeError(
+            f"{self.code} finds its groups in the engine's keyed stage (finish_keyed)"
+        )
+
+    def finish_keyed(
+        self, state: dict[str, Any], clusters: list[Any], ctx: AuditContext
+    ) -> RuleResult:
         result = RuleResult(thresholds={"max_findings": self.max_findings})
         details: dict[str, Any] = {}
+        # the members' payload, cluster after cluster (group.at: where a group's rows start)
+        table = clusters.rows if clusters else None
+        ids = _column(table, "id")
+        sources = _column(table, "source")
+        by_split: dict[str, list[Any]] = {}
+        for cluster in clusters:  # a group is one key within one split: never across splits
+            by_split.setdefault(cluster[0][0], []).append(cluster)
         for split in sorted(state["splits"]):
             sp = state["splits"][split]
-            rows = cat(sp.get("rows", []), np.int64)
-            h = cat(sp.get("hash", []), np.uint64)
-            n = len(rows)
-            order = np.lexsort((rows, h))
-            hs, rs = h[order], rows[order]
-            valid = hs != 0
-            new = np.concatenate([[True], hs[1:] != hs[:-1]]) if n else np.zeros(0, bool)
-            gid = np.cumsum(new) - 1
-            size = np.bincount(gid, minlength=int(gid[-1]) + 1 if n else 0)
-            in_group = valid & (size[gid] > 1) if n else np.zeros(0, bool)
-            removable_sorted = in_group & ~new
-            removable = np.zeros(n, bool)
-            removable[order] = removable_sorted
-            starts = np.flatnonzero(new & in_group)
-            dup_rows = int(removable_sorted.sum())
+            groups = by_split.get(split, [])
+            n = int(sp.get("rows", 0))
+            sizes = np.array([len(g) for g in groups], np.int64)
+            dup_rows = int(sizes.sum() - len(sizes))
             rate = dup_rows / n if n else 0.0
             result.metric("duplicate_rows", dup_rows, Direction.LOWER, split=split)
             result.metric("duplicate_rate", rate, Direction.LOWER, split=split)
-            result.metric("duplicate_groups", len(starts), Direction.LOWER, split=split)
-            largest = int(size[gid[starts]].max()) if len(starts) else 0
+            result.metric("duplicate_groups", len(groups), Direction.LOWER, split=split)
+            largest = int(sizes.max()) if len(sizes) else 0
             result.metric("largest_group", largest, Direction.LOWER, split=split)
-            # flags: every member, group id = smallest row (first in sorted order)
-            first_row = rs[np.maximum.accumulate(np.where(new, np.arange(n), 0))] if n else rs
-            flagged = np.flatnonzero(in_group)
-            result.flags.extend(
-                Flag(
-                    split,
-                    row,
-                    str(first),
-                    "kept" if kept else "duplicate",
-                    action="keep" if kept else "drop",
-                    id=row_id,
-                )
-                for row, first, kept, row_id in zip(
-                    rs[flagged].tolist(),
-                    first_row[flagged].tolist(),
-                    new[flagged].tolist(),
-                    take_ids(sp.get("ids", []), order[flagged]),
-                )
-            )
-            # findings: the largest groups
-            sizes = size[gid[starts]]
-            pick = starts[np.lexsort((rs[starts], -sizes))][: int(self.max_findings)]
-            need = []
-            for s in pick:
-                need.extend(range(s, s + min(int(size[gid[s]]), ctx.max_examples)))
-            positions = order[np.asarray(need, np.int64)] if need else np.empty(0, np.int64)
-            snip = dict(zip(need, texts(sp.get("snip", []), positions)))
-            for s in pick:
-                k = int(size[gid[s]])
-                members = rs[s : s + k]
+            # flags: every member, group id = smallest row (the first member)
+            removable: dict[str, int] = {}
+            for group in groups:
+                first, at = str(group[0][1]), group.at
+                for i, (_, row) in enumerate(group):
+                    result.flags.append(
+                        Flag(
+                            split,
+                            row,
+                            first,
+                            "kept" if i == 0 else "duplicate",
+                            action="keep" if i == 0 else "drop",
+                            id=None if ids is None else ids[at + i],
+                        )
+                    )
+                if sources is not None:
+                    for name in sources[at + 1 : at + len(group)]:
+                        removable[name] = removable.get(name, 0) + 1
+            # findings: the largest groups (ties: the smaller first row)
+            firsts = np.array([g[0][1] for g in groups], np.int64)
+            pick = np.lexsort((firsts, -sizes))[: int(self.max_findings)]
+            for i in pick.tolist():
+                group, k = groups[i], int(sizes[i])
+                members = [row for _, row in group]
+                shown = min(k, ctx.max_examples)
+                snips = table.column("snip").slice(group.at, shown).to_pylist()
                 result.findings.append(
                     Finding(
                         message=(
                             f"{split}: {k} rows have the same normalized text "
-                            f"({k - 1} removable); kept row {int(members[0])}"
+                            f"({k - 1} removable); kept row {members[0]}"
                         ),
-                        key=f"{split}:{key_hex(hs[s])}",
+                        key=f"{split}:{key_hex(table.column('key')[group.at].as_py())}",
                         count=k - 1,
                         split=split,
-                        examples=[
-                            ctx.example(split, int(rs[p]), snip.get(p))
-                            for p in range(s, s + min(k, ctx.max_examples))
-                        ],
-                        data={
-                            "rows": [int(r) for r in members[:100]],
-                            "size": k,
-                        },
+                        examples=[ctx.example(split, members[p], snips[p]) for p in range(shown)],
+                        data={"rows": members[:100], "size": k},
                     )
                 )
-            rest = len(starts) - len(pick)
+            rest = len(groups) - len(pick)
             if rest > 0:
-                rest_rows = int(
-                    (sizes.sum() - len(starts)) - sum(int(size[gid[s]]) - 1 for s in pick)
-                )
+                rest_rows = dup_rows - int(sizes[pick].sum() - len(pick))
                 result.findings.append(
                     Finding(
                         message=f"{split}: {plural(rest, 'more duplicate group')} "
@@ -162,17 +200,40 @@ class ExactDuplicates(Rule):
                         severity=Severity.INFO,
                         count=rest_rows,
                         split=split,
+                        rollup=True,
                     )
                 )
             details[split] = {
                 "rows": n,
                 "duplicate_rows": dup_rows,
-                "groups": len(starts),
+                "groups": len(groups),
                 "group_sizes": _size_histogram(sizes),
-                "per_source": per_source(sp.get("source", []), removable, n),
+                "per_source": _per_source(sp.get("sources"), removable, n),
             }
         result.details = {"splits": details}
         return result
+
+
+def _column(table: pa.Table | None, name: str) -> list[Any] | None:
+    if table is None or name not in table.column_names:
+        return None
+    return table.column(name).to_pylist()
+
+
+def _per_source(
+    rows: dict[str, int] | None, removable: dict[str, int], n: int
+) -> dict[str, dict[str, float | int]]:
+    """{source: {rows, duplicate_rows, duplicate_rate}}, sources sorted."""
+    if not rows or n == 0:
+        return {}
+    return {
+        name: {
+            "rows": int(rows[name]),
+            "duplicate_rows": int(removable.get(name, 0)),
+            "duplicate_rate": float(removable.get(name, 0) / rows[name]) if rows[name] else 0.0,
+        }
+        for name in sorted(rows)
+    }
 
 
 def _size_histogram(sizes: np.ndarray) -> dict[str, int]:
