@@ -10,7 +10,9 @@ Folds are stratified by label and grouped by the normalized input's hash: copies
 are always in one fold, so no row is scored by a model that saw its twin (a duplicated row with
 a wrong label would otherwise vouch for itself). Rows beyond the training sample are scored by
 the fold model that left out their group (none of the fold models saw a row outside the
-sample), so every row can be scored and flagged, not only the sampled ones.
+sample), so every row can be scored and flagged, not only the sampled ones. The cost is the
+fold models' fits (one-vs-rest, one class per core); the scored rows cost little: each distinct
+text is vectorized and predicted once per fold, however often it recurs.
 
 Confident learning (Northcutt, Jiang & Chuang, JAIR 2021): a per-class threshold ``t_j`` =
 mean predicted probability of class j over rows labeled j; a row labeled i "confidently belongs"
