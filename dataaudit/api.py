@@ -138,9 +138,7 @@ def audit(
         require_rules=require_rules,
         require_roles=require_roles,
         baseline=os.fspath(baseline) if baseline is not None else None,
-        predictions=os.fspath(predictions)
-        if isinstance(predictions, (str, os.PathLike))
-        else None,
+        predictions=os.fspath(predictions) if isinstance(predictions, (str, os.PathLike)) else None,
     )
     accepted = None
     if cfg.baseline is not None:  # read before the scan: a bad file fails in a second
