@@ -24,6 +24,9 @@ __all__ = [
     "COLORS",
     "SEVERITY_CLASS",
     "SPLIT_COLORS",
+    "as_dict",
+    "as_list",
+    "chart_section",
     "badge",
     "esc",
     "esc_plain",
@@ -309,3 +312,21 @@ def page(title: str, body: str, *, script: bool = True) -> str:
         f"<title>{esc_plain(title, 200)}</title>"
         f"<style>{CSS}</style></head>\n<body>\n{body}\n{js}\n</body></html>\n"
     )
+
+
+def chart_section(title: str, body: str, note: str = "") -> str:
+    """A titled chart block with an optional note under it; nothing when there is no chart."""
+    if not body:
+        return ""
+    note_html = f'<p class="muted small">{esc(note, 400)}</p>' if note else ""
+    return f'<div class="chart"><h4>{esc(title, 200)}</h4>{body}{note_html}</div>'
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A report field that should be an object, or {} (a report is read as untrusted JSON)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """A report field that should be an array, or []."""
+    return value if isinstance(value, list) else []

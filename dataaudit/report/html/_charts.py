@@ -11,7 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import COLORS, SPLIT_COLORS, esc, is_number, num, pct, table, value_text
+from ._base import (
+    COLORS,
+    SPLIT_COLORS,
+    as_dict,
+    as_list,
+    chart_section,
+    esc,
+    is_number,
+    num,
+    pct,
+    table,
+    value_text,
+)
 from ._eval import EVAL_CHART_KEYS, EVAL_CHARTS
 from ._svg import grouped_bars, hbars, heatmap, histograms, intervals, legend, token_bars
 
@@ -56,21 +68,6 @@ class Context:
         return None
 
 
-def _section(title: str, body: str, note: str = "") -> str:
-    if not body:
-        return ""
-    note_html = f'<p class="muted small">{esc(note, 400)}</p>' if note else ""
-    return f'<div class="chart"><h4>{esc(title, 200)}</h4>{body}{note_html}</div>'
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 # -- lengths: LEN001, LEN002, LEN003 ----------------------------------------------------------
 def _length_series(
     ctx: Context, r: dict[str, Any] | None = None
@@ -80,29 +77,29 @@ def _length_series(
     LEN003's sketch (reports before the rules carried their own)."""
     from ...sketches.histogram import EDGES_NAME, LENGTH_EDGES
 
-    own = _dict(_dict((r or {}).get("details")).get("histograms"))
-    edges = [e for e in _list(own.get("edges")) if is_number(e)]
-    if own and len(edges) == len(_list(own.get("edges"))) > 1:
-        counts = _dict(own.get("splits"))
+    own = as_dict(as_dict((r or {}).get("details")).get("histograms"))
+    edges = [e for e in as_list(own.get("edges")) if is_number(e)]
+    if own and len(edges) == len(as_list(own.get("edges"))) > 1:
+        counts = as_dict(own.get("splits"))
         series = []
         for name in ctx.ordered(counts):
             bins = [
                 (int(edges[i]), int(edges[i + 1]), int(c))
-                for i, c in enumerate(_list(counts[name])[: len(edges) - 1])
+                for i, c in enumerate(as_list(counts[name])[: len(edges) - 1])
                 if is_number(c) and c > 0
             ]
             if bins:
                 series.append((name, ctx.color(name), bins))
         return series, str(own.get("unit") or "tokens")
-    sketch = _dict(_dict((ctx.by_code.get("LEN003") or {}).get("details")).get("sketch"))
-    splits = _dict(sketch.get("splits"))
+    sketch = as_dict(as_dict((ctx.by_code.get("LEN003") or {}).get("details")).get("sketch"))
+    splits = as_dict(sketch.get("splits"))
     series = []
     for name in ctx.ordered(splits):
-        h = _dict(splits[name])
+        h = as_dict(splits[name])
         if h.get("edges") != EDGES_NAME:
             continue
         bins = []
-        for item in _list(h.get("bins")):
+        for item in as_list(h.get("bins")):
             i, count = int(item[0]), int(item[1])
             if 0 <= i < len(LENGTH_EDGES) - 1 and count > 0:
                 bins.append((int(LENGTH_EDGES[i]), int(LENGTH_EDGES[i + 1]), count))
@@ -118,7 +115,7 @@ def _length_chart(
     if not series:
         return ""
     svg = histograms(series, unit=unit, vlines=vlines, label=title)
-    return _section(title, legend([(n, c) for n, c, _ in series]) + svg)
+    return chart_section(title, legend([(n, c) for n, c, _ in series]) + svg)
 
 
 def _len001(r: dict[str, Any], ctx: Context) -> str:
@@ -132,8 +129,8 @@ def _len001(r: dict[str, Any], ctx: Context) -> str:
 
 def _len002(r: dict[str, Any], ctx: Context) -> str:
     vlines = []
-    for name, s in _dict(_dict(r.get("details")).get("splits")).items():
-        s = _dict(s)
+    for name, s in as_dict(as_dict(r.get("details")).get("splits")).items():
+        s = as_dict(s)
         for key, what in (("long_at_least", "long"), ("short_below", "short")):
             if is_number(s.get(key)):
                 vlines.append((float(s[key]), f"{name}: {what} ≥ {num(s[key])}"
@@ -143,7 +140,7 @@ def _len002(r: dict[str, Any], ctx: Context) -> str:
 
 
 def _comparisons_table(rows: dict[str, Any], cols: list[tuple[str, str]]) -> str:
-    data = [[pair] + [_dict(c).get(k) for k, _ in cols] for pair, c in rows.items()]
+    data = [[pair] + [as_dict(c).get(k) for k, _ in cols] for pair, c in rows.items()]
     return table(["comparison"] + [h for _, h in cols], data, limit=30) if data else ""
 
 
@@ -151,7 +148,7 @@ def _len003(r: dict[str, Any], ctx: Context) -> str:
     limit = ctx.max_seq_len()
     vlines = [(limit, f"max_seq_len {num(limit)}", COLORS["fail"])] if limit else []
     chart = _length_chart(ctx, vlines, "Length per split (overlaid)")
-    comps = _dict(_dict(r.get("details")).get("comparisons"))
+    comps = as_dict(as_dict(r.get("details")).get("comparisons"))
     cols = [("ks", "KS D"), ("ks_pvalue", "p-value"), ("wasserstein", "W / mean"),
             ("psi", "PSI"), ("base_mean", "mean before"), ("mean", "mean"),
             ("base_median", "median before"), ("median", "median"), ("drift", "drift")]  # fmt: skip
@@ -160,13 +157,13 @@ def _len003(r: dict[str, Any], ctx: Context) -> str:
 
 # -- labels: LBL001, LBL002, LBL003 -------------------------------------------------------------
 def _lbl003(r: dict[str, Any], ctx: Context) -> str:
-    classes = [c for c in _list(_dict(r.get("details")).get("classes")) if isinstance(c, dict)]
+    classes = [c for c in as_list(as_dict(r.get("details")).get("classes")) if isinstance(c, dict)]
     if not classes:
         return ""
-    splits = ctx.ordered({s for c in classes for s in _dict(c.get("share_by_split"))})
+    splits = ctx.ordered({s for c in classes for s in as_dict(c.get("share_by_split"))})
     values = {}
     for ci, c in enumerate(classes):
-        shares = _dict(c.get("share_by_split"))
+        shares = as_dict(c.get("share_by_split"))
         for si, s in enumerate(splits):
             v = shares.get(s)
             if is_number(v):
@@ -179,12 +176,12 @@ def _lbl003(r: dict[str, Any], ctx: Context) -> str:
         if len(classes) > 30
         else ""
     )
-    return _section("Class shares per split", legend(series) + svg, more)
+    return chart_section("Class shares per split", legend(series) + svg, more)
 
 
 def _lbl002(r: dict[str, Any], ctx: Context) -> str:
-    m = _dict(_dict(r.get("details")).get("matrix"))
-    labels, counts = _list(m.get("labels")), _list(m.get("counts"))
+    m = as_dict(as_dict(r.get("details")).get("matrix"))
+    labels, counts = as_list(m.get("labels")), as_list(m.get("counts"))
     if not labels or len(counts) != len(labels):
         return ""
     keep = sorted(range(len(labels)), key=lambda i: -sum(_numbers(counts[i])))[:20]
@@ -198,37 +195,39 @@ def _lbl002(r: dict[str, Any], ctx: Context) -> str:
         if len(keep) < len(labels)
         else ""
     )
-    return _section("Given label (rows) against likely label (columns)", svg, note)
+    return chart_section("Given label (rows) against likely label (columns)", svg, note)
 
 
 def _numbers(row: Any) -> list[float]:
-    return [float(v) if is_number(v) else 0.0 for v in _list(row)]
+    return [float(v) if is_number(v) else 0.0 for v in as_list(row)]
 
 
 def _lbl001(r: dict[str, Any], ctx: Context) -> str:
-    pairs = [p for p in _list(_dict(r.get("details")).get("class_pairs")) if isinstance(p, dict)]
-    items = [(" ↔ ".join(str(x) for x in _list(p.get("labels"))), p.get("groups")) for p in pairs]
+    pairs = [
+        p for p in as_list(as_dict(r.get("details")).get("class_pairs")) if isinstance(p, dict)
+    ]
+    items = [(" ↔ ".join(str(x) for x in as_list(p.get("labels"))), p.get("groups")) for p in pairs]
     items = [(k, float(v)) for k, v in items if is_number(v)]
-    return _section(
+    return chart_section(
         "Conflicting label pairs (groups)", hbars(items, label="conflicting label pairs")
     )
 
 
 # -- mixture, duplicates, leakage ---------------------------------------------------------------
 def _mix001(r: dict[str, Any], ctx: Context) -> str:
-    details, thresholds = _dict(r.get("details")), _dict(r.get("thresholds"))
-    per_split = _dict(details.get("splits"))
+    details, thresholds = as_dict(r.get("details")), as_dict(r.get("thresholds"))
+    per_split = as_dict(details.get("splits"))
     if not per_split:
         return ""
-    recipe = {str(k): v for k, v in _dict(thresholds.get("recipe")).items() if is_number(v)}
+    recipe = {str(k): v for k, v in as_dict(thresholds.get("recipe")).items() if is_number(v)}
     # against a recipe, the shares it is checked in; else rows, which the drift test compares
     key = "token_share" if recipe and thresholds.get("share") != "rows" else "row_share"
     splits = ctx.ordered(per_split)
-    sources = sorted({str(s) for t in per_split.values() for s in _dict(t)} | set(recipe))
+    sources = sorted({str(s) for t in per_split.values() for s in as_dict(t)} | set(recipe))
     values = {}
     for ci, src in enumerate(sources):
         for si, s in enumerate(splits):
-            v = _dict(_dict(per_split.get(s)).get(src)).get(key)
+            v = as_dict(as_dict(per_split.get(s)).get(src)).get(key)
             if is_number(v):
                 values[(ci, si)] = float(v)
     tol = thresholds.get("tolerance")
@@ -249,49 +248,49 @@ def _mix001(r: dict[str, Any], ctx: Context) -> str:
         if recipe
         else "No recipe is configured (MIX001 option recipe): the splits are compared with each other."
     )
-    chart = _section(f"Share of {what} per source and split", head + svg, note)
-    comps = _dict(details.get("comparisons"))
+    chart = chart_section(f"Share of {what} per source and split", head + svg, note)
+    comps = as_dict(details.get("comparisons"))
     cols = [("cramers_v", "Cramér's V"), ("pvalue", "p-value"), ("drift", "drift")]
     return chart + _comparisons_table(comps, cols)
 
 
 def _dup(r: dict[str, Any], ctx: Context) -> str:
-    per_split = _dict(_dict(r.get("details")).get("splits"))
+    per_split = as_dict(as_dict(r.get("details")).get("splits"))
     key = (
         "cluster_sizes"
-        if any("cluster_sizes" in _dict(v) for v in per_split.values())
+        if any("cluster_sizes" in as_dict(v) for v in per_split.values())
         else "group_sizes"
     )
     splits = [
         s
         for s in ctx.ordered(per_split)
-        if any(_numbers(list(_dict(_dict(per_split[s]).get(key)).values())))
+        if any(_numbers(list(as_dict(as_dict(per_split[s]).get(key)).values())))
     ]
     if not splits:
         return ""
     buckets: list[str] = []
     for s in splits:
-        buckets += [b for b in _dict(_dict(per_split[s]).get(key)) if b not in buckets]
+        buckets += [b for b in as_dict(as_dict(per_split[s]).get(key)) if b not in buckets]
     values = {}
     for ci, b in enumerate(buckets):
         for si, s in enumerate(splits):
-            v = _dict(_dict(per_split[s]).get(key)).get(b)
+            v = as_dict(as_dict(per_split[s]).get(key)).get(b)
             if is_number(v):
                 values[(ci, si)] = float(v)
     series = [(s, ctx.color(s)) for s in splits]
     svg = grouped_bars([f"{b} rows" for b in buckets], series, values,
                        label="clusters by size")  # fmt: skip
     what = "near-duplicate clusters" if key == "cluster_sizes" else "duplicate groups"
-    return _section(f"Number of {what} by size", legend(series) + svg)
+    return chart_section(f"Number of {what} by size", legend(series) + svg)
 
 
 def _leak001(r: dict[str, Any], ctx: Context) -> str:
-    comps = _dict(_dict(r.get("details")).get("comparisons"))
-    items = [(pair, _dict(c).get("rate")) for pair, c in comps.items()]
+    comps = as_dict(as_dict(r.get("details")).get("comparisons"))
+    items = [(pair, as_dict(c).get("rate")) for pair, c in comps.items()]
     items = [(k, float(v)) for k, v in items if is_number(v)]
     cols = [("eval_rows", "eval rows"), ("leaked_rows", "leaked rows"), ("exact", "exact copies"),
             ("rate", "leaked share")]  # fmt: skip
-    chart = _section(
+    chart = chart_section(
         "Share of eval rows that sit in train",
         hbars(items, fmt=pct, color=COLORS["fail"], label="leaked share"),
     )
@@ -299,13 +298,13 @@ def _leak001(r: dict[str, Any], ctx: Context) -> str:
 
 
 def _leak002(r: dict[str, Any], ctx: Context) -> str:
-    details = _dict(r.get("details"))
+    details = as_dict(r.get("details"))
     items = []
-    for name in ctx.ordered(k for k, v in details.items() if "contaminated_rows" in _dict(v)):
-        d = _dict(details[name])
+    for name in ctx.ordered(k for k, v in details.items() if "contaminated_rows" in as_dict(v)):
+        d = as_dict(details[name])
         if is_number(d.get("rows")) and d["rows"] and is_number(d.get("contaminated_rows")):
             items.append((name, d["contaminated_rows"] / d["rows"]))
-    return _section(
+    return chart_section(
         "Share of rows sharing an n-gram span with train",
         hbars(items, fmt=pct, color=COLORS["warn"], label="contaminated share"),
     )
@@ -313,15 +312,15 @@ def _leak002(r: dict[str, Any], ctx: Context) -> str:
 
 # -- drift: TOK001, SHIFT001 --------------------------------------------------------------------
 def _tok001(r: dict[str, Any], ctx: Context) -> str:
-    comps = _dict(_dict(r.get("details")).get("comparisons"))
+    comps = as_dict(as_dict(r.get("details")).get("comparisons"))
     out = []
     for pair, c in comps.items():
-        c = _dict(c)
+        c = as_dict(c)
 
         def rows(key: str, c: dict[str, Any] = c) -> list[tuple[Any, float, str]]:
             out = []
-            for t in _list(c.get(key)):
-                t = _dict(t)
+            for t in as_list(c.get(key)):
+                t = as_dict(t)
                 if is_number(t.get("js_bits")):
                     hover = f"{pct(t.get('base_share') or 0)} → {pct(t.get('share') or 0)}"
                     out.append((t.get("token"), float(t["js_bits"]), hover))
@@ -335,16 +334,16 @@ def _tok001(r: dict[str, Any], ctx: Context) -> str:
         verdict = "drift" if c.get("drift") else "within noise"
         title = f"{pair}: top drifting tokens (JS {num(c.get('js'))}, noise {num(c.get('noise'))}; {verdict})"
         out.append(
-            _section(title, svg, "Bar length: the token's contribution to the JS divergence.")
+            chart_section(title, svg, "Bar length: the token's contribution to the JS divergence.")
         )
     return "".join(out)
 
 
 def _shift001(r: dict[str, Any], ctx: Context) -> str:
-    comps = _dict(_dict(r.get("details")).get("comparisons"))
+    comps = as_dict(as_dict(r.get("details")).get("comparisons"))
     items = []
     for pair, c in comps.items():
-        c = _dict(c)
+        c = as_dict(c)
         if not is_number(c.get("auc")):
             continue
         lo, hi = c.get("auc_low"), c.get("auc_high")
@@ -359,26 +358,26 @@ def _shift001(r: dict[str, Any], ctx: Context) -> str:
     vlines = [(0.5, "chance 0.5", COLORS["skipped"])]
     # the warn line comes from the null (it depends on the sample sizes): the largest critical
     # value of the comparisons shown; older reports carry a fixed min_auc instead
-    crit = [float(c["auc_critical"]) for c in map(_dict, comps.values()) if is_number(c.get("auc_critical"))]  # fmt: skip
-    t = _dict(r.get("thresholds")).get("min_auc")
+    crit = [float(c["auc_critical"]) for c in map(as_dict, comps.values()) if is_number(c.get("auc_critical"))]  # fmt: skip
+    t = as_dict(r.get("thresholds")).get("min_auc")
     if crit:
         vlines.append((max(crit), f"null critical {num(max(crit))}", COLORS["warn"]))
     elif is_number(t):
         vlines.append((float(t), f"threshold {num(t)}", COLORS["warn"]))
-    e = _dict(r.get("thresholds")).get("error_auc")
+    e = as_dict(r.get("thresholds")).get("error_auc")
     if is_number(e) and float(e) < 1:
         vlines.append((float(e), f"error (lower bound) {num(e)}", COLORS["fail"]))
     svg = intervals(items, domain=domain, vlines=vlines, label="domain classifier AUC")
-    out = [_section("Domain classifier: AUC with its confidence interval", svg,
+    out = [chart_section("Domain classifier: AUC with its confidence interval", svg,
                     "0.5: the classifier cannot tell the splits apart; 1.0: it always can.")]  # fmt: skip
     roc = _roc_chart(comps)
     if roc:
-        out.append(_section("Domain classifier: ROC curves (out-of-fold)", roc,
+        out.append(chart_section("Domain classifier: ROC curves (out-of-fold)", roc,
                             "The diagonal is chance; a curve bowed toward the top left separates the splits."))  # fmt: skip
     rows = []
     for pair, c in comps.items():
-        c = _dict(c)
-        a, b = _list(c.get("eval_ngrams")), _list(c.get("base_ngrams"))
+        c = as_dict(c)
+        a, b = as_list(c.get("eval_ngrams")), as_list(c.get("base_ngrams"))
         if a or b:
             names = str(pair).split(" vs ")
             eval_name, base_name = (names[0], names[1]) if len(names) == 2 else ("eval", "base")
@@ -401,8 +400,8 @@ def _roc_chart(comps: dict[str, Any]) -> str:
 
     curves = []
     for pair, c in comps.items():
-        roc = _dict(_dict(c).get("roc"))
-        fpr, tpr = _list(roc.get("fpr")), _list(roc.get("tpr"))
+        roc = as_dict(as_dict(c).get("roc"))
+        fpr, tpr = as_list(roc.get("fpr")), as_list(roc.get("tpr"))
         if len(fpr) == len(tpr) >= 2 and all(is_number(v) for v in fpr + tpr):
             curves.append((str(pair), [float(v) for v in fpr[:200]], [float(v) for v in tpr[:200]]))
     if not curves:

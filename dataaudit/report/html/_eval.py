@@ -9,38 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import COLORS, esc, is_number, num, pct, ratio, table
+from ._base import COLORS, as_dict, as_list, chart_section, esc, is_number, num, pct, ratio, table
 from ._svg import MAX_HEATMAP, hbars, heatmap, intervals
 
 __all__ = ["EVAL_CHARTS", "EVAL_CHART_KEYS"]
 
 
-def _section(title: str, body: str, note: str = "") -> str:
-    if not body:
-        return ""
-    note_html = f'<p class="muted small">{esc(note, 400)}</p>' if note else ""
-    return f'<div class="chart"><h4>{esc(title, 200)}</h4>{body}{note_html}</div>'
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _eval001(r: dict[str, Any], ctx: Any) -> str:
     out = []
     failing = {
-        (f.get("split"), _dict(f.get("data")).get("class"))
-        for f in _list(r.get("findings"))
-        if isinstance(f, dict) and _dict(f.get("data")).get("metric") == "recall"
+        (f.get("split"), as_dict(f.get("data")).get("class"))
+        for f in as_list(r.get("findings"))
+        if isinstance(f, dict) and as_dict(f.get("data")).get("metric") == "recall"
     }
-    for split, info in _dict(_dict(r.get("details")).get("splits")).items():
-        info = _dict(info)
-        m = _dict(info.get("confusion"))
-        labels, counts = _list(m.get("labels")), _list(m.get("counts"))
+    for split, info in as_dict(as_dict(r.get("details")).get("splits")).items():
+        info = as_dict(info)
+        m = as_dict(info.get("confusion"))
+        labels, counts = as_list(m.get("labels")), as_list(m.get("counts"))
         if labels and len(counts) == len(labels):
             keep = sorted(range(len(labels)), key=lambda i: -sum(_nums(counts[i])))[:MAX_HEATMAP]
             keep.sort()
@@ -49,12 +34,12 @@ def _eval001(r: dict[str, Any], ctx: Any) -> str:
                           col_title="predicted label", label=f"{split}: confusion matrix")  # fmt: skip
             left = len(labels) - len(keep)
             note = f"{left} classes with the fewest rows are left out." if left > 0 else ""
-            out.append(_section(f"{split}: true label (rows) against prediction (columns)",
+            out.append(chart_section(f"{split}: true label (rows) against prediction (columns)",
                                 svg, note))  # fmt: skip
-        classes = [c for c in _list(info.get("classes")) if isinstance(c, dict)]
+        classes = [c for c in as_list(info.get("classes")) if isinstance(c, dict)]
         items = []
         for c in classes:
-            ci = _list(c.get("recall_ci"))
+            ci = as_list(c.get("recall_ci"))
             if not is_number(c.get("recall")):
                 continue
             bad = (split, c.get("class")) in failing
@@ -71,7 +56,7 @@ def _eval001(r: dict[str, Any], ctx: Any) -> str:
         vlines = [(float(acc), f"accuracy {num(acc)}", COLORS["skipped"])] if is_number(acc) else []
         svg = intervals(items[:40], domain=(0.0, 1.0), vlines=vlines, fmt=num,
                         label=f"{split}: recall per class")  # fmt: skip
-        out.append(_section(f"{split}: recall per class with its 95% interval", svg,
+        out.append(chart_section(f"{split}: recall per class with its 95% interval", svg,
                             "Red: a class significantly worse than the other rows."))  # fmt: skip
         rows = [
             [c.get("class"), c.get("support"), c.get("precision"), _ci(c.get("precision_ci")),
@@ -81,30 +66,30 @@ def _eval001(r: dict[str, Any], ctx: Any) -> str:
         ]  # fmt: skip
         headers = ["class", "support", "precision", "precision 95%", "recall", "recall 95%",
                    "f1", "f1 95%", "recall q"]  # fmt: skip
-        out.append(_section(f"{split}: per-class metrics", table(headers, rows, limit=50)))
+        out.append(chart_section(f"{split}: per-class metrics", table(headers, rows, limit=50)))
     return "".join(out)
 
 
 def _ci(value: Any) -> str | None:
-    v = _list(value)
+    v = as_list(value)
     if len(v) == 2 and all(is_number(x) for x in v):
         return f"{num(v[0])} – {num(v[1])}"
     return None
 
 
 def _nums(row: Any) -> list[float]:
-    return [float(v) if is_number(v) else 0.0 for v in _list(row)]
+    return [float(v) if is_number(v) else 0.0 for v in as_list(row)]
 
 
 def _eval002(r: dict[str, Any], ctx: Any) -> str:
-    details = _dict(r.get("details"))
-    slices = [s for s in _list(details.get("slices")) if isinstance(s, dict)]
+    details = as_dict(r.get("details"))
+    slices = [s for s in as_list(details.get("slices")) if isinstance(s, dict)]
     if not slices:
         return ""
-    alpha = _dict(r.get("thresholds")).get("alpha", 0.05)
+    alpha = as_dict(r.get("thresholds")).get("alpha", 0.05)
     reported = {
-        (_dict(f.get("data")).get("dimension"), _dict(f.get("data")).get("value"))
-        for f in _list(r.get("findings"))
+        (as_dict(f.get("data")).get("dimension"), as_dict(f.get("data")).get("value"))
+        for f in as_list(r.get("findings"))
         if isinstance(f, dict)
     }
     top = [s for s in slices if is_number(s.get("lift"))][:20]
@@ -127,31 +112,31 @@ def _eval002(r: dict[str, Any], ctx: Any) -> str:
     ]  # fmt: skip
     headers = ["slice", "rows", "error rate", "rest error rate", "lift", "p", "q"]
     out = [
-        _section("Slices ranked by q-value: lift of the error rate", svg, note),
-        _section("Slices tested (ranked)", table(headers, rows, limit=30)),
+        chart_section("Slices ranked by q-value: lift of the error rate", svg, note),
+        chart_section("Slices tested (ranked)", table(headers, rows, limit=30)),
     ]
-    missing = _dict(details.get("unavailable"))
+    missing = as_dict(details.get("unavailable"))
     if missing:
         items_html = "".join(
             f"<li>{esc(k, 100)}: {esc(v, 200)}</li>" for k, v in list(missing.items())[:30]
         )
-        out.append(_section("Not searched", f'<ul class="small">{items_html}</ul>'))
+        out.append(chart_section("Not searched", f'<ul class="small">{items_html}</ul>'))
     return "".join(out)
 
 
 def _eval003(r: dict[str, Any], ctx: Any) -> str:
-    types = [t for t in _list(_dict(r.get("details")).get("types")) if isinstance(t, dict)]
+    types = [t for t in as_list(as_dict(r.get("details")).get("types")) if isinstance(t, dict)]
     if not types:
         return ""
     items = []
     for n, t in enumerate(types, 1):
-        words = ", ".join(str(w) for w in _list(t.get("ngrams"))[:3])
-        conf = _dict(t.get("confusion"))
+        words = ", ".join(str(w) for w in as_list(t.get("ngrams"))[:3])
+        conf = as_dict(t.get("confusion"))
         pair = f" · {conf.get('true')}→{conf.get('predicted')}" if conf else ""
         if is_number(t.get("size")):
             items.append((f"{n}. {words}{pair}", float(t["size"])))
     svg = hbars(items, label="error types by size")
-    return _section(
+    return chart_section(
         "Error types (wrong rows per type)",
         svg,
         "Each type's representative rows are listed under its finding.",
