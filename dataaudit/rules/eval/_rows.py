@@ -20,6 +20,7 @@ from ...context import AuditContext
 from ...features import Batch
 from ...rule import ROLE_NAMES, TYPE_MARKER_PREFIX, Rule
 from .._ids import ids_at
+from .._origin import check_origin, state_origin
 
 #: a row the model got wrong: its score is below this (0/1 for labels)
 WRONG_BELOW = 0.5
@@ -42,9 +43,29 @@ class EvalRule(Rule):
 
     groups = ("predictions", "eval")
     requires = ("text",)
+    #: keep the user's own low-cardinality columns too (EVAL002 slices by them)
+    user_columns = False
 
     def skip_reason(self, ctx: AuditContext) -> str | None:
         return needs_predictions(ctx) or super().skip_reason(ctx)
+
+    def start(self, ctx: AuditContext) -> dict[str, Any]:
+        tok = ctx.resources.tokenizer.key
+        return {"origin": state_origin(self, ctx, tokenizer=tok), "tok": tok, "rows": Rows()}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        collect(
+            state["rows"],
+            batch,
+            tok=state["tok"],
+            max_chars=int(self.max_chars),
+            user=self.user_columns,
+        )
+        return state
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
+        return {**a, "rows": a["rows"].merge(b["rows"])}
 
 
 @dataclass

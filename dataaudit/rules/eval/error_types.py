@@ -9,11 +9,9 @@ import numpy as np
 import xxhash
 
 from ...context import AuditContext
-from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...wording import plural
-from .._origin import check_origin, state_origin
-from ._rows import EvalRule, Rows, Table, collect, gather
+from ._rows import EvalRule, Table, gather
 
 
 class ErrorTypes(EvalRule):
@@ -68,18 +66,6 @@ class ErrorTypes(EvalRule):
         self.max_rows = max_rows
         self.max_chars = max_chars
         self.top_ngrams = top_ngrams
-
-    def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = ctx.resources.tokenizer.key
-        return {"origin": state_origin(self, ctx, tokenizer=tok), "tok": tok, "rows": Rows()}
-
-    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        collect(state["rows"], batch, tok=state["tok"], max_chars=int(self.max_chars), user=False)
-        return state
-
-    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        check_origin(self, a, b)
-        return {**a, "rows": a["rows"].merge(b["rows"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         t = gather(state["rows"])

@@ -7,11 +7,9 @@ from typing import Any
 import numpy as np
 
 from ...context import AuditContext
-from ...features import Batch
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...stats import benjamini_hochberg, cohens_h, excess_pvalue, wilson_interval
-from .._origin import check_origin, state_origin
-from ._rows import EvalRule, Rows, Table, collect, gather, grade
+from ._rows import EvalRule, Table, gather, grade
 
 
 class PerClassFailures(EvalRule):
@@ -73,18 +71,6 @@ class PerClassFailures(EvalRule):
                 "no label there are no classes to compare (EVAL002 still finds failing slices)"
             )
         return reason
-
-    def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = ctx.resources.tokenizer.key
-        return {"origin": state_origin(self, ctx, tokenizer=tok), "tok": tok, "rows": Rows()}
-
-    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        collect(state["rows"], batch, tok=state["tok"], max_chars=int(self.max_chars), user=False)
-        return state
-
-    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        check_origin(self, a, b)
-        return {**a, "rows": a["rows"].merge(b["rows"])}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         t = gather(state["rows"])

@@ -7,12 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...context import AuditContext
-from ...features import Batch
 from ...rule import Direction, Finding, Flag, RuleResult, Severity
 from ...stats import benjamini_hochberg, binomial_excess, cohens_h, excess_pvalue
 from ...wording import plural
-from .._origin import check_origin, state_origin
-from ._rows import EvalRule, Rows, Table, collect, gather, grade
+from ._rows import EvalRule, Table, gather, grade
 
 #: the rules whose row flags are slice dimensions, and what a flag of each says about the row
 FLAG_SLICES = {
@@ -74,6 +72,7 @@ class FailureSlices(EvalRule):
     name = "eval.failure-slices"
     severity = Severity.WARN
     after = tuple(FLAG_SLICES)
+    user_columns = True
 
     def __init__(
         self,
@@ -94,18 +93,6 @@ class FailureSlices(EvalRule):
         self.max_values = max_values
         self.max_chars = max_chars
         self.max_listed = max_listed
-
-    def start(self, ctx: AuditContext) -> dict[str, Any]:
-        tok = ctx.resources.tokenizer.key
-        return {"origin": state_origin(self, ctx, tokenizer=tok), "tok": tok, "rows": Rows()}
-
-    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        collect(state["rows"], batch, tok=state["tok"], max_chars=int(self.max_chars), user=True)
-        return state
-
-    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        check_origin(self, a, b)
-        return {**a, "rows": a["rows"].merge(b["rows"])}
 
     # -- finish ------------------------------------------------------------------------------------
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
