@@ -24,13 +24,25 @@ from ...rule import Severity
 from ._chat import DEFAULT_ROLES, calls_of, role_table
 from ._detail import DetailRowCheck, cut
 
-#: a prompt that asks for JSON: "respond in JSON", "as valid JSON", "a JSON object", ...
+#: a prompt that mentions JSON as a format: "as a JSON object", "in JSON", ... A reply to it is
+#: a JSON target only when it looks like JSON (prose that quotes documentation, "serialize obj
+#: as a JSON formatted stream", is not a request)
 ASKS_FOR_JSON = re.compile(
     r"\b(?:in|as|with|only|return|output|respond|reply|answer|format)\s+"
     r"(?:(?:valid|strict|plain|a|an|the|only|raw|pure)\s+)*JSON\b"
     r"|\bJSON\s+(?:object|array|format|only|response|output)\b",
     re.IGNORECASE,
 )
+#: a prompt that tells the model to answer in JSON: an answering verb before "JSON" in the same
+#: sentence ("Reply in JSON", "Always answer with a JSON object", "Return valid JSON"), or
+#: "JSON only" / "only JSON": every reply to it is a JSON target, prose included
+DEMANDS_JSON = re.compile(
+    r"\b(?:respond|reply|answer|return|output|format|write|give|provide|produce|generate|emit)"
+    r"\b[^.!?\n]{0,40}?\bJSON\b"
+    r"|\bJSON\s+only\b|\bonly\s+(?:(?:valid|strict|raw|pure)\s+)?JSON\b",
+    re.IGNORECASE,
+)
+_LOOKS_LIKE_JSON = re.compile(r"\s*(?:[\[{]|```)")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
 
 CATEGORIES = (
@@ -47,6 +59,15 @@ CATEGORIES = (
 )
 
 
+def _asks(prompt: str) -> int:
+    """2 when the prompt demands a JSON answer, 1 when it only mentions JSON as a format."""
+    if "json" not in prompt.lower():
+        return 0
+    if DEMANDS_JSON.search(prompt):
+        return 2
+    return 1 if ASKS_FOR_JSON.search(prompt) else 0
+
+
 def _parse_detail(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
 
@@ -57,8 +78,11 @@ class StructuredTargets(DetailRowCheck):
     What it does:
         JSON targets are the turns of the ``json_roles`` roles, the ``json_fields`` columns and,
         with ``detect``, every assistant reply to a prompt (the system message or the last user
-        turn) that asks for JSON ("respond in JSON", "a JSON object", ...); a reply wrapped in
-        one fenced code block is read without the fence. Each must parse (the finding gives the
+        turn) that demands JSON ("respond in JSON", "answer with a JSON object", "JSON only"),
+        and the replies that look like JSON (start with ``{``, ``[`` or a code fence) to a prompt
+        that only mentions it as a format ("serialize obj as a JSON formatted stream" quoted
+        from documentation asks for nothing); a reply wrapped in one fenced code block is read
+        without the fence. Each must parse (the finding gives the
         parser's message and position) and, with ``schema``, validate against it (the first
         violation with its path). Every tool call (OpenAI ``tool_calls`` and ``function_call``,
         ShareGPT ``function_call`` turns) must name a tool declared in the row's ``tools``
@@ -77,7 +101,8 @@ class StructuredTargets(DetailRowCheck):
     Options:
         json_roles: roles whose turns are JSON (e.g. ``["assistant"]``; default none).
         json_fields: columns whose values are JSON (e.g. ``["response"]``; default none).
-        detect: treat replies to prompts that ask for JSON as JSON targets (default true).
+        detect: treat replies to prompts that demand JSON (and JSON-looking replies to prompts
+            that mention it) as JSON targets (default true).
         schema: a JSON Schema (an object, or the path of a JSON file) JSON targets must fit.
         tools: tool declarations used when a row has none: OpenAI ``tools`` list, legacy
             ``functions`` list, or ``{name: parameter schema}``; inline or a JSON file path.
@@ -215,13 +240,13 @@ class StructuredTargets(DetailRowCheck):
                 continue  # FMT002 reports unreadable rows
             tools: Any = None
             tools_read = False
-            system_asks = prompt_asks = False
+            system_asks = prompt_asks = 0  # 0: no, 1: mentions JSON, 2: demands it
             for n, t in enumerate(range(bounds[i], bounds[i + 1]), 1):
                 kind, content = kinds[t], contents[t]
                 if kind == "system" and isinstance(content, str):
-                    system_asks = system_asks or bool(ASKS_FOR_JSON.search(content))
+                    system_asks = max(system_asks, _asks(content))
                 elif kind == "user" and isinstance(content, str):
-                    prompt_asks = bool(ASKS_FOR_JSON.search(content))
+                    prompt_asks = _asks(content)
                 raw = raw_calls[t]
                 calls = (
                     calls_of(roles[t], kind, content, raw)
@@ -239,7 +264,8 @@ class StructuredTargets(DetailRowCheck):
                     continue
                 wanted = roles[t] in json_roles or kind in json_roles
                 if not wanted and self.detect and kind == "assistant":
-                    wanted = system_asks or prompt_asks
+                    asks = max(system_asks, prompt_asks)
+                    wanted = asks == 2 or (asks == 1 and bool(_LOOKS_LIKE_JSON.match(content)))
                 if wanted:
                     self._target(out, i, f"turn {n}", content, validator)
 
