@@ -65,6 +65,21 @@ def coverage_line(r: dict[str, Any]) -> str:
     )
 
 
+def engine_text(data: dict[str, Any]) -> str | None:
+    """``ray 2.60.0 · 3 nodes · 64 CPUs`` or ``local · 16 CPUs``: what ran the audit (reports
+    before schema 1.8 do not say: None). Plain text; callers escape for their medium."""
+    engine = data.get("engine")
+    if not isinstance(engine, dict) or not engine.get("name"):
+        return None
+    parts = [" ".join(str(x) for x in (engine["name"], engine.get("version")) if x)]
+    nodes, cpus = engine.get("nodes"), engine.get("cpus")
+    if isinstance(nodes, int) and engine["name"] != "local":
+        parts.append(plural(nodes, "node"))
+    if isinstance(cpus, int):
+        parts.append(f"{cpus:,} {'CPU' if cpus == 1 else 'CPUs'}")
+    return " · ".join(parts)
+
+
 def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
     def paint(status: str, text: str) -> str:
         return f"\x1b[{_COLORS[status]}m{text}\x1b[0m" if color else text
@@ -83,6 +98,9 @@ def render_summary(data: dict[str, Any], *, color: bool = False) -> str:
             "columns: "
             + ", ".join(f"{plain(r, 20)}={plain(v['column'], 60)}" for r, v in roles.items())
         )
+    engine = engine_text(data)
+    if engine:
+        lines.append(f"engine: {plain(engine, 120)}")
     lines.append("")
     order = Status.worst_first()
     results = sorted(data["results"], key=lambda r: (order.index(r["status"]), r["code"]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...rule import Status
+from ..text import engine_text
 from ._base import (
     SEVERITY_CLASS,
     badge,
@@ -135,10 +136,13 @@ def _dataset_line(data: dict[str, Any]) -> str:
     tok_text = esc((tok or {}).get("name"), 100) if isinstance(tok, dict) else "whitespace words"
     tool = data.get("tool") or {}
     cfg = data.get("config") or {}
+    engine = engine_text(data)
+    engine_part = f' · <span id="engine">engine {esc(engine, 120)}</span>' if engine else ""
     return (
         f'<p class="meta">rows: {" · ".join(parts)} · columns {role_text} · lengths in '
-        f"{tok_text} · config {esc(cfg.get('pack'), 60)} · {esc(tool.get('name'), 40)} "
-        f"{esc(tool.get('version'), 40)} · {esc(data.get('created'), 40)}</p>"
+        f"{tok_text} · config {esc(cfg.get('pack'), 60)}{engine_part} · "
+        f"{esc(tool.get('name'), 40)} {esc(tool.get('version'), 40)} · "
+        f"{esc(data.get('created'), 40)}</p>"
     )
 
 
