@@ -18,6 +18,9 @@ A rule opts in with ``keyed = True`` and three methods (DUP001 is the first buil
   ``rows`` table holds the members' emitted rows (``split``, ``row``, ``key`` and the payload, one
   per member in member order; a member that emitted several keys shows the first of its
   partition), so only the rows of clusters, not every row, travel to the finish.
+- ``verify_columns`` (optional, a tuple of names): payload columns only ``edges`` reads (LBL001's
+  MinHash signatures, to verify a pair where it meets): they stay in the partition, and the
+  clusters do not carry them.
 
 The shuffle is ``key % partitions``: on disk in the local engine (:class:`DiskSpill`, one Arrow
 stream per rule and partition and writer, memory bounded by a batch), through the object store
@@ -178,7 +181,8 @@ def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | 
     # each end's emitted row rides along (``a.<column>``, ``b.<column>``): the clusters' payload
     ids = _node_ids(part.column("split"), part.column("row"), splits)
     nodes, first = np.unique(ids, return_index=True)  # a row's first key in (key, split, row)
-    payload = [c for c in part.column_names if c not in ("split", "row")]
+    local = ("split", "row", *getattr(rule, "verify_columns", ()))
+    payload = [c for c in part.column_names if c not in local]
     for end in ("a", "b"):
         want = _node_ids(edges[f"split_{end}"], edges[f"row_{end}"], splits)
         at = np.minimum(np.searchsorted(nodes, want), len(nodes) - 1)

@@ -103,3 +103,32 @@ def test_clusters_carry_their_members_emitted_rows():
         assert [c.rows.column("key").to_pylist() for c in clusters] == [[5, 5], [9, 9]]
     again = pickle.loads(pickle.dumps(clusters))
     assert again == clusters and again[1].rows.equals(clusters[1].rows)
+
+
+def test_verify_columns_stay_in_the_partition():
+    # a rule's verify_columns reach edges() but not the clusters (LBL001's signatures)
+    import pyarrow as pa
+
+    class Verifying(KeyedExact):
+        verify_columns = ("sig",)
+
+        def edges(self, part):
+            assert "sig" in part.column_names
+            return super().edges(part)
+
+    part = pa.table(
+        {
+            "key": pa.array([5, 5], pa.uint64()),
+            "row": pa.array([1, 8], pa.int64()),
+            "chars": pa.array([10, 80], pa.int64()),
+            "sig": pa.array([b"x" * 512, b"y" * 512]),
+            "split": ["train", "train"],
+        }
+    )
+    for rule, carried in ((KeyedExact(), True), (Verifying(), False)):
+        clusters = keyed_engine.clusters_of(
+            [keyed_engine.edges_of(rule, part, ["train"])], ["train"]
+        )
+        assert clusters == [[("train", 1), ("train", 8)]]
+        assert ("sig" in clusters.rows.column_names) is carried
+        assert clusters.rows.column("chars").to_pylist() == [10, 80]
