@@ -104,7 +104,9 @@ def audit(
     runs on the columns and per-row features (``pip install 'dataaudit[gx]'``).
     ``engine="ray"``: fold, merge and finish on a Ray cluster (``pip install 'dataaudit[ray]'``):
     the one at ``ray_address`` (``"auto"``, ``"ray://host:10001"``), the one this process is
-    connected to, or a local one; same report as the local engine.
+    connected to, or a local one; same report as the local engine. A ``ray_address`` other than
+    the cluster this process is already connected to is a ConfigError (Ray connects a process
+    to one cluster).
     """
     t0 = time.perf_counter()
     _check_engine(engine)

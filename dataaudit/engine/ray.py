@@ -70,11 +70,60 @@ def require_ray() -> Any:
     return ray
 
 
+#: the address connect() connected with, and the GCS address it led to (a ``ray://`` client
+#: address is not the GCS's)
+_CONNECTED: dict[str, str | None] = {}
+
+
+def _host_port(address: str) -> tuple[str, str] | None:
+    """(IP, port) of ``host:port`` (a name resolved), or None when it is not one."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    try:
+        return socket.gethostbyname(host.strip("[]")), port
+    except OSError:
+        return host, port
+
+
+def _gcs_address(ray: Any) -> str | None:
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:  # a Ray client connection has no GCS address here
+        return None
+
+
+def _same_cluster(ray: Any, address: str) -> tuple[bool, str]:
+    """Whether the cluster this process is connected to is the one at ``address`` ("auto":
+    whichever is running), and the connected one's address for a message."""
+    current = _gcs_address(ray) or _CONNECTED.get("address") or "(unknown)"
+    if address == "auto":
+        return True, current
+    if address == _CONNECTED.get("address") and _gcs_address(ray) == _CONNECTED.get("gcs"):
+        return True, current  # the connection connect() made (a ray:// client address too)
+    mine, theirs = _host_port(address.removeprefix("ray://")), _host_port(current)
+    return mine is not None and mine == theirs, current
+
+
 def connect(address: str | None = None) -> Any:
     """The Ray runtime: the one this process is connected to, else the cluster at ``address``
-    (``auto``, ``ray://host:10001``, or None: a local one on this machine's cores)."""
+    (``auto``, ``ray://host:10001``, or None: a local one on this machine's cores).
+
+    A process connected to one cluster cannot run on another: an ``address`` that is not the
+    connected cluster's (nor ``auto``) is a ConfigError naming both, not silently ignored."""
     ray = require_ray()
     if ray.is_initialized():
+        if address is not None:
+            same, current = _same_cluster(ray, address)
+            if not same:
+                raise ConfigError(
+                    f"ray_address={address!r}: this process is already connected to the Ray "
+                    f"cluster at {current}, and Ray connects a process to one cluster only. "
+                    "Drop --ray-address (ray_address=) to run on the connected cluster, or call "
+                    "ray.shutdown() before audit() to connect to the other one."
+                )
         return ray
     options: dict[str, Any] = {"address": address, "log_to_driver": False}
     if address is None:  # our own local cluster: one task per core, no nested thread pools
@@ -84,6 +133,7 @@ def connect(address: str | None = None) -> Any:
         )
     try:
         ray.init(**options)
+        _CONNECTED.update(address=address, gcs=_gcs_address(ray))
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(
             f"ray_address={address!r}: cannot connect to a Ray cluster ({exc}). Start one with "

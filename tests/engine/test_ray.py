@@ -243,3 +243,26 @@ def test_the_cli_runs_on_ray_and_the_report_names_it(ray_cluster, fixtures_dir, 
     assert code == (0 if report["passed"] else 1)
     assert report["engine"]["name"] == "ray" and report["engine"]["cpus"] == 2
     assert report["results"][0]["code"] == "DUP001" and report["results"][0]["findings"]
+
+
+def test_a_ray_address_other_than_the_connected_cluster_is_an_error(
+    ray_cluster, fixtures_dir, capsys
+):
+    """Ray connects a process to one cluster: an address naming another is refused with both
+    addresses, the connected cluster's own address (or 'auto') runs there."""
+    from dataaudit.cli import main
+    from dataaudit.errors import ConfigError
+
+    current = ray_cluster.get_runtime_context().gcs_address
+    port = int(current.rsplit(":", 1)[1])
+    other = f"127.0.0.1:{port + 1}"
+    data = fixtures_dir / "contamination_ref.jsonl"
+    with pytest.raises(ConfigError) as err:
+        audit(data, engine="ray", ray_address=other, select=["DUP001"])
+    assert other in str(err.value) and current in str(err.value)
+    assert "ray.shutdown()" in str(err.value)
+    code = main(["audit", str(data), "--engine", "ray", "--ray-address", other, "-q"])
+    assert code == 2 and current in capsys.readouterr().err
+    for same in (current, "auto"):
+        report = audit(data, engine="ray", ray_address=same, select=["DUP001"])
+        assert report.to_dict()["engine"]["cpus"] == 2
