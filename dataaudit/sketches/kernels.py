@@ -24,12 +24,39 @@ to ``ngram`` for a row with fewer tokens), xor the seed, splitmix64.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-import numba
 import numpy as np
 
 from .hashing import GOLDEN, M1, M2
+
+
+def _import_numba() -> Any:
+    """``import numba``, without letting its first compile-or-cache-load import SciPy's BLAS.
+
+    numba's array-math registry (loaded on the first call of any kernel, cache hit or not)
+    probes ``scipy.linalg.cython_blas`` at import, which imports all of ``scipy.linalg``: ~0.15 s
+    of start-up per process (and per worker) that no kernel here uses. The probe is answered
+    "not installed" while the registry loads; its only effect is that ``np.convolve`` and
+    ``np.correlate`` in numba code use their own loop instead of BLAS (every linear-algebra
+    function still imports SciPy itself when compiled, and the block is lifted right after).
+    """
+    import numba
+
+    probe = "scipy.linalg.cython_blas"
+    block = probe not in sys.modules
+    if block:
+        sys.modules[probe] = None  # type: ignore[assignment]
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if block and sys.modules.get(probe, 0) is None:
+            del sys.modules[probe]
+    return numba
+
+
+numba = _import_numba()
 
 
 def kernel(**options: Any) -> Any:

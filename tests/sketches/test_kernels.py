@@ -192,3 +192,25 @@ def test_the_session_warm_up_compiles_every_kernel(compiled_kernels):
     assert inlined and set(compiled_kernels) > inlined  # the inlined helpers have no entry point
     missed = [n for n, count in compiled_kernels.items() if n not in inlined and not count]
     assert not missed, f"add a call that reaches {missed} to compiled_kernels"
+
+
+def test_loading_the_kernels_does_not_import_scipy_linalg():
+    """numba's first kernel call (a cache hit included) loads its array-math registry, which
+    probes SciPy's BLAS and so imported all of scipy.linalg (~0.15 s per process, per worker);
+    kernels.py answers the probe "absent" while the registry loads, and lifts the block after."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from dataaudit.sketches import kernels\n"
+        "kernels.count_tokens(np.zeros(2, np.uint8), np.array([0, 2]), np.zeros(1, np.bool_))\n"
+        "assert 'scipy.linalg' not in sys.modules, 'scipy.linalg imported'\n"
+        "assert 'scipy.linalg.cython_blas' not in sys.modules, 'probe left blocked'\n"
+        "import importlib.util\n"
+        "if importlib.util.find_spec('scipy'):\n"
+        "    import scipy.linalg.cython_blas  # the block is lifted: SciPy imports as usual\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
