@@ -64,6 +64,13 @@ class LikelyMislabels(Rule):
         max_classes: skip when the label has more classes than this (default 200).
         max_chars: input characters the probe reads per row (default 2000).
         max_listed: length of the ranked list in the report (default 100).
+        min_skill: the probe's agreement with the given labels beyond chance (Cohen's kappa of
+            its out-of-fold guesses) below which its suggestions are reported as info, not at
+            the rule's severity (default 0.7). A probe that barely predicts the label flags
+            rows whose text resembles another class, not wrong labels: measured on real text
+            with the labels as published, kappa 0.98 on spam/ham e-mails (3 rows flagged) but
+            0.43 on fortune categories (34% of rows flagged), 0.52 on State of the Union party
+            labels, 0.56 on Python-docs sections (precision 0.35 on planted flips there).
     """
 
     code = "LBL002"
@@ -82,6 +89,7 @@ class LikelyMislabels(Rule):
         max_classes: int = 200,
         max_chars: int = 2000,
         max_listed: int = 100,
+        min_skill: float = 0.7,
     ):
         self.max_rows = max_rows
         self.max_scored = max_scored
@@ -91,6 +99,7 @@ class LikelyMislabels(Rule):
         self.max_classes = max_classes
         self.max_chars = max_chars
         self.max_listed = max_listed
+        self.min_skill = min_skill
 
     def check_options(self) -> None:
         if int(self.folds) < 2:
@@ -103,6 +112,8 @@ class LikelyMislabels(Rule):
                 f"max_scored={self.max_scored} must be at least max_rows={self.max_rows}: every "
                 "training row is scored"
             )
+        if not -1.0 <= float(self.min_skill) <= 1.0:
+            raise ValueError(f"min_skill={self.min_skill} must be a kappa in [-1, 1]")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
@@ -177,6 +188,12 @@ class LikelyMislabels(Rule):
         flagged = np.flatnonzero(cl.issue)
         order = sorted(flagged.tolist(), key=lambda i: (p_given[i], kept[i].split, kept[i].row))
         total_noise = float((cl.calibrated.sum() - np.trace(cl.calibrated)) / max(n, 1))
+        skill = probe_skill(run.proba, given)
+        for name, value in skill.items():
+            result.metric(f"probe_{name}", round(value, 4), Direction.NONE)
+        weak = skill["kappa"] < float(self.min_skill)
+        # a weak probe's suggestions are leads, not evidence: reported, at info
+        severity = Severity.INFO if weak else None
         result.metric("likely_mislabeled_rows", len(order), Direction.LOWER)
         result.metric("likely_mislabeled_rate", len(order) / n, Direction.LOWER)
         result.metric("estimated_noise_rate", total_noise, Direction.LOWER)
@@ -192,6 +209,7 @@ class LikelyMislabels(Rule):
                     row,
                     detail=f"given={label} likely={sug}",
                     action="review",
+                    severity=severity,
                     score=round(conf, 4),
                     id=row_id,
                 )
@@ -233,7 +251,25 @@ class LikelyMislabels(Rule):
                     count=len(idx),
                     examples=examples,
                     data={"given": label, "suggested": sug},
+                    severity=severity,
                 )
+            )
+        if weak and order:
+            top = classes[int(np.bincount(given, minlength=len(classes)).argmax())]
+            result.findings.insert(
+                0,
+                Finding(
+                    message=f"the probe predicts the labels only weakly (accuracy "
+                    f"{skill['accuracy']:.2f} vs {skill['majority']:.2f} for always "
+                    f"{top!r}, kappa {skill['kappa']:.2f} < min_skill={self.min_skill}): the "
+                    f"{plural(len(order), 'flagged row')} {noun(len(order), 'is', 'are')} text "
+                    "that resembles another class (ambiguous classes, or a label the text "
+                    "alone does not predict), not proven label errors; review a sample first",
+                    key="probe_skill",
+                    count=len(order),
+                    severity=Severity.INFO,
+                    data={k: round(v, 4) for k, v in skill.items()},
+                ),
             )
         result.details = {
             "sample": {
@@ -247,6 +283,11 @@ class LikelyMislabels(Rule):
                 "rows_unjudged": run.unjudged,
             },
             "ranked": ranked,
+            "probe_skill": {
+                **{k: round(v, 4) for k, v in skill.items()},
+                "min_skill": self.min_skill,
+                "graded": "info" if weak else "rule severity",
+            },
             "noise_by_class": {c: round(float(cl.noise_rate[j]), 4) for j, c in enumerate(classes)},
             "thresholds_by_class": {
                 c: round(float(cl.thresholds[j]), 4) for j, c in enumerate(classes)
@@ -282,3 +323,17 @@ class LikelyMislabels(Rule):
                 "shares one normalized text, so the fold that scores them has none to learn from"
             )
         return Coverage(min(examined, labeled), labeled, "; ".join(why) or None, "labeled rows")
+
+
+def probe_skill(proba: np.ndarray, given: np.ndarray) -> dict[str, float]:
+    """How well the probe's out-of-fold guesses agree with the given labels: accuracy, the
+    majority class's share (what always guessing it scores) and Cohen's kappa (agreement beyond
+    what the two label distributions give by chance)."""
+    n, k = proba.shape
+    guess = proba.argmax(axis=1)
+    accuracy = float((guess == given).mean()) if n else 0.0
+    p_given = np.bincount(given, minlength=k) / max(n, 1)
+    p_guess = np.bincount(guess, minlength=k) / max(n, 1)
+    chance = float((p_given * p_guess).sum())
+    kappa = (accuracy - chance) / (1.0 - chance) if chance < 1.0 else 0.0
+    return {"accuracy": accuracy, "majority": float(p_given.max()), "kappa": float(kappa)}

@@ -13,7 +13,12 @@ from dataaudit.rules.labels import _probe
 def test_fixture_flipped_labels_are_ranked(fixtures_dir, ground_truth):
     report = da.audit(fixtures_dir / "classification", select=["LBL002"])
     res = report.result("LBL002")
-    assert res["status"] == "warn"
+    # the fixture's probe is moderately skilled (kappa ~0.6 < min_skill 0.7): its suggestions
+    # are info, led by a finding that says why
+    assert res["status"] == "pass"
+    skill = [f for f in res["findings"] if "kappa" in (f["data"] or {})]
+    assert len(skill) == 1 and skill[0]["severity"] == "info"
+    assert 0.5 < res["details"]["probe_skill"]["kappa"] < 0.7
     flips = {(f["split"], f["row"]) for f in ground_truth["classification"]["flipped_labels"]}
     flags = report.flags()
     flagged = set(zip(flags["split"].to_list(), flags["row"].to_list()))
@@ -29,6 +34,9 @@ def test_fixture_flipped_labels_are_ranked(fixtures_dir, ground_truth):
     assert set(res["details"]["noise_by_class"]) >= {"computers", "food", "python"}
     # the verb agrees with the count ("1 row labeled 'work' look like 'science'" on fortunes)
     for f in res["findings"]:
+        assert f["severity"] == "info"
+        if f in skill:
+            continue
         verb = "looks" if f["count"] == 1 else "look"
         assert f" {verb} like " in f["message"], f["message"]
 
@@ -225,3 +233,59 @@ def test_fold_model_keeps_its_coefficients_column_major_and_predicts_the_same():
     fast = model.predict(x)
     model.model.coef_ = np.ascontiguousarray(model.model.coef_)
     np.testing.assert_array_equal(fast, model.predict(x))
+
+
+def _topic_rows(flips: int) -> tuple[list[dict], set[int]]:
+    """Rows whose label their words give away (a skilled probe), ``flips`` of them mislabeled."""
+    rng = random.Random(7)
+    vocab = {
+        "food": ["bread", "butter", "oven", "flour", "sugar", "salt", "soup", "recipe", "bake"],
+        "space": [
+            "orbit",
+            "rocket",
+            "planet",
+            "comet",
+            "star",
+            "moon",
+            "launch",
+            "galaxy",
+            "probe",
+        ],
+        "law": [
+            "court",
+            "judge",
+            "appeal",
+            "statute",
+            "contract",
+            "verdict",
+            "lawyer",
+            "trial",
+            "clause",
+        ],
+    }
+    rows, flipped = [], set()
+    for i in range(600):
+        label = ("food", "space", "law")[i % 3]
+        text = " ".join(rng.choice(vocab[label]) for _ in range(12))
+        if i < 3 * flips and i % 3 == 0:
+            flipped.add(i)
+            label = "space"
+        rows.append({"text": f"{text} {i}", "label": label})
+    return rows, flipped
+
+
+def test_a_skilled_probe_reports_at_the_rule_severity_a_weak_one_at_info():
+    rows, flipped = _topic_rows(12)
+    report = da.audit(rows, select=["LBL002"])
+    res = report.result("LBL002")
+    assert res["details"]["probe_skill"]["kappa"] > 0.9
+    assert res["status"] == "warn"
+    assert not any("kappa" in (f["data"] or {}) for f in res["findings"])
+    assert len(set(report.flags()["row"].to_list()) & flipped) >= 0.8 * len(flipped)
+    # the same rows with min_skill above the probe's kappa: the same flags, graded info
+    weak = da.audit(rows, select=["LBL002"], rules={"LBL002": {"min_skill": 0.999}})
+    res_w = weak.result("LBL002")
+    assert res_w["status"] == "pass"
+    assert any("kappa" in (f["data"] or {}) for f in res_w["findings"])
+    assert weak.flags()["row"].to_list() == report.flags()["row"].to_list()
+    assert set(weak.flags()["severity"].to_list()) == {"info"}
