@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from .features.arrays import validity
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
 
@@ -33,12 +34,17 @@ def _string_hashes(arr: pa.Array) -> np.ndarray:
     if not pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.large_string())  # string / string_view → one layout
     binary = arr.view(pa.large_binary())  # zero-copy: same offsets and bytes
-    if arr.null_count:
-        binary = pc.fill_null(binary, pa.scalar(b"", pa.large_binary()))
+    valid = validity(arr)
+    if valid is not None:  # nulls as their slots' bytes (set to _NULL below); no pa.scalar,
+        # which imports pandas (when installed) on first use
+        _, offsets, data = binary.buffers()
+        binary = pa.Array.from_buffers(
+            binary.type, len(binary), [None, offsets, data], 0, binary.offset
+        )
     values = binary.to_pylist()
     out = np.fromiter(map(xxhash.xxh3_64_intdigest, values), dtype=np.uint64, count=len(values))
-    if arr.null_count:
-        out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = _NULL
+    if valid is not None:
+        out[~valid] = _NULL
     return out
 
 

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
+from .textscan import blank_mask
 
 STRING = pa.large_string()
 
@@ -164,20 +165,14 @@ def token_text_feature(batch: Batch, view: str = "text") -> pa.Array:
 
 @register_feature("char_length")
 def char_length_feature(batch: Batch, view: str = "text") -> np.ndarray:
-    """Characters per row (code points); -1 for null."""
-    lengths = pc.utf8_length(batch.feature(view))
-    return np.asarray(pc.fill_null(lengths, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-# whitespace, separators and invisible characters that render as nothing
-_BLANK = r"^[\s\x0b\pZ\x{200b}-\x{200d}\x{2060}\x{feff}\x{ad}]*$"
+    """Characters per row (code points); -1 for null (from the view's byte scan)."""
+    return batch.feature("text_scan", view=view).char_length
 
 
 @register_feature("blank")
 def blank_feature(batch: Batch, view: str = "text") -> np.ndarray:
     """True where the view is empty or only invisible characters; False for null."""
-    hits = pc.fill_null(pc.match_substring_regex(batch.feature(view), _BLANK), False)
-    return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+    return blank_mask(batch.feature(view))
 
 
 @register_feature("normalized_hash")

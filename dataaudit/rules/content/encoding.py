@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from ...features.arrays import bools, take
 from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity
 
@@ -19,8 +19,6 @@ _CONTINUATION = "".join(
 _LEADS = "\u00c2-\u00f4"  # UTF-8 lead bytes 0xC2-0xF4 as Windows-1252 shows them
 _MOJIBAKE_RUN = re.compile(f"[{_LEADS}][{re.escape(_CONTINUATION)}]{{1,3}}")
 _MOJIBAKE_PREFILTER = f"[{_LEADS}][" + "".join(f"\\x{{{ord(c):x}}}" for c in _CONTINUATION) + "]"
-_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-_DAMAGE = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{fffd}]"  # control characters or U+FFFD
 
 
 def _decodes_to_one_char(run: str) -> bool:
@@ -45,8 +43,7 @@ def is_mojibake(text: str) -> bool:
 
 
 def _mask(arr, pattern: str) -> np.ndarray:
-    hits = pc.fill_null(pc.match_substring_regex(arr, pattern), False)
-    return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+    return bools(pc.match_substring_regex(arr, pattern))
 
 
 class EncodingDamage(RowCheckRule):
@@ -91,30 +88,18 @@ class EncodingDamage(RowCheckRule):
         return self.categories if self.check_mojibake else self.categories[:2]
 
     def check(self, batch: Batch) -> dict[str, np.ndarray]:
-        text = batch.text
-        # control characters and U+FFFD: one regex pass over all rows, then which kind on the
-        # few rows it hit
-        damaged = np.flatnonzero(_mask(text, _DAMAGE))
-        masks = {
-            "replacement_char": np.zeros(batch.num_rows, dtype=bool),
-            "control_chars": np.zeros(batch.num_rows, dtype=bool),
-        }
-        if damaged.size:
-            hit = text.take(pa.array(damaged))
-            masks["control_chars"][damaged] = _mask(hit, _CONTROL)
-            masks["replacement_char"][damaged] = _mask(hit, "\ufffd")
+        # control characters, U+FFFD and non-ASCII rows: one scan of the view's bytes
+        scan = batch.feature("text_scan")
+        masks = {"replacement_char": scan.replacement, "control_chars": scan.control}
         if not self.check_mojibake:
             return masks
-        # mojibake needs non-ASCII characters: an ASCII check (a cheap kernel) limits its regex
-        # to the few non-ASCII rows
+        # mojibake needs non-ASCII characters: its regex runs on the few non-ASCII rows
         masks["mojibake"] = np.zeros(batch.num_rows, dtype=bool)
-        non_ascii = np.flatnonzero(
-            ~np.asarray(
-                pc.fill_null(pc.string_is_ascii(text), True).to_numpy(zero_copy_only=False), bool
-            )
-        )
+        non_ascii = np.flatnonzero(scan.non_ascii)
         if non_ascii.size:
-            sub = text.take(pa.array(non_ascii))
-            candidates = non_ascii[_mask(sub, _MOJIBAKE_PREFILTER)]
-            masks["mojibake"][candidates] = [is_mojibake(text[int(i)].as_py()) for i in candidates]
+            text = batch.text
+            candidates = non_ascii[_mask(take(text, non_ascii), _MOJIBAKE_PREFILTER)]
+            if candidates.size:
+                found = take(text, candidates).to_pylist()
+                masks["mojibake"][candidates] = [is_mojibake(t) for t in found]
         return masks

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.arrays import bools, validity
 from ...features.text import ASSISTANT_ROLES
 from ...rowcheck import Category, RowCheckRule
 from ...rule import ROLE_NAMES, TEXT_ROLES, RuleResult, Severity
@@ -135,7 +136,8 @@ class RoleValues(RowCheckRule):
             if not batch.has_column(column):
                 continue
             arr = batch.column(column)
-            null = np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
+            valid = validity(arr)
+            null = np.zeros(batch.num_rows, bool) if valid is None else ~valid
             masks[f"{column}:null"] = null
             if role in TEXT_ROLES:
                 if _is_string_type(arr.type) or pa.types.is_null(arr.type):
@@ -143,7 +145,7 @@ class RoleValues(RowCheckRule):
                     bad = (
                         np.zeros(batch.num_rows, bool)
                         if markers is None
-                        else np.asarray(pc.is_valid(markers).to_numpy(zero_copy_only=False), bool)
+                        else bools(pc.is_valid(markers))
                     )
                 else:
                     bad = ~null
