@@ -55,6 +55,7 @@ from ..rule import Severity, Status
 from .escape import plain
 from .load import check_report
 from .model import Report
+from .signal_results import signal_results
 
 __all__ = ["DiffSchemaVersion", "FindingChange", "MetricDelta", "ReportDiff", "RuleChange", "diff"]
 
@@ -268,6 +269,16 @@ class ReportDiff:
         self._compare_dataset()
         old_rules = {r["code"]: r for r in old.get("results", [])}
         new_rules = {r["code"]: r for r in new.get("results", [])}
+        # a training log's findings compare like a rule's when both reports read one
+        if old.get("signals") and new.get("signals"):
+            old_rules.update((r["code"], r) for r in signal_results(old))
+            new_rules.update((r["code"], r) for r in signal_results(new))
+        elif old.get("signals") or new.get("signals"):
+            which = "old" if old.get("signals") else "new"
+            self.warnings.append(
+                f"only the {which} report has training signals (dataaudit signals): they are "
+                "not compared; diff two signals reports to compare them."
+            )
         for code in sorted(set(old_rules) | set(new_rules)):
             a, b = old_rules.get(code), new_rules.get(code)
             name = (b or a or {}).get("name", "")

@@ -14,6 +14,7 @@ from typing import Any
 
 from .escape import plain
 from .locate import Locator
+from .signal_results import results_and_signals
 
 __all__ = ["render_github"]
 
@@ -36,7 +37,7 @@ def command(level: str, message: str, **props: Any) -> str:
 
 def render_github(data: dict[str, Any], locator: Locator | None = None) -> str:
     locator = locator or Locator(data)
-    results = data.get("results") or []
+    results = results_and_signals(data)
     locator.resolve(
         [
             (ex["split"], ex["row"])

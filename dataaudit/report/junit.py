@@ -6,10 +6,11 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from .escape import plain
+from .signal_results import results_and_signals
 
 
 def render_junit(data: dict[str, Any]) -> str:
-    results = data["results"]
+    results = results_and_signals(data)
     gate_failed = not data.get("passed")
     suite = ET.Element(
         "testsuite",

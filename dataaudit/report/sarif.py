@@ -17,6 +17,7 @@ from typing import Any
 
 from .escape import plain, shorten, visible
 from .locate import Locator
+from .signal_results import results_and_signals
 
 __all__ = ["SARIF_SCHEMA", "rule_metadata", "render_sarif"]
 
@@ -80,7 +81,7 @@ def render_sarif(
     """The report as one SARIF log (a dict ready for json.dumps)."""
     rules = rules or {}
     locator = locator or Locator(data)
-    results = data.get("results") or []
+    results = results_and_signals(data)
     locator.resolve(
         [(ex["split"], ex["row"]) for r in results for f in r["findings"] for ex in f["examples"]]
     )
