@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
+
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...sketches.lsh import choose_bands
+from .._minhash import DEFAULTS as MINHASH
 from .._origin import check_origin, state_origin
 from . import _conflicts
 
@@ -28,10 +32,13 @@ class ConflictingLabels(Rule):
         data without a label column the response is the label: identical prompts with different
         responses are reported as info (several good answers can be fine; a model learns their
         average).
-        Cost: per labeled row with an input it keeps a hash, a label id, the row id, a snippet
-        bounded by the report's example length and, with near_duplicates, every row's 128 uint32
-        MinHash values (~0.5 KB; the feature DUP002 keeps, shared with it in one process);
-        groups are formed once, in finish.
+        Cost: no process holds every row. The rows meet in the engine's keyed stage (on disk
+        locally, through the object store on Ray): each labeled row emits its input hash with
+        its label id, id and a snippet bounded by the report's example length; with
+        near_duplicates every row with shingles also emits one key per LSH band (18 at the
+        default threshold) with its 128 MinHash values (~0.5 KB), so a band bucket's pairs are
+        verified where they meet. The state holds counts and the label names; the finish sees
+        only the rows of near-duplicate or same-input clusters.
 
     Why it matters:
         The same input with two labels is either an annotation error or an ill-defined class
@@ -45,8 +52,8 @@ class ConflictingLabels(Rule):
     Options:
         near_duplicates: also group rows of one near-duplicate cluster (default true; label
             columns only: for prompt/response data the groups are exact).
-        threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8; at
-            DUP002's threshold the two share their LSH candidates, computed once per audit).
+        threshold: estimated Jaccard similarity of a near-duplicate pair (default 0.8; the LSH
+            bands are DUP002's at the same threshold; pairs are kept by the signature estimate).
         max_findings: at most this many groups become findings (largest first; every
             conflicting row is flagged regardless; default 100).
     """
@@ -56,6 +63,9 @@ class ConflictingLabels(Rule):
     groups = ("default", "labels")
     severity = Severity.WARN
     requires = ("input",)
+    keyed = True  # rows meet by input hash and LSH band in the engine's keyed stage
+    verify_columns = ("sig",)  # the signatures verify pairs in their partition, no further
+    partitions = 64  # a band row carries its 512-byte signature: smaller partitions to sort
 
     def __init__(
         self, near_duplicates: bool = True, threshold: float = 0.8, max_findings: int = 100
@@ -88,17 +98,39 @@ class ConflictingLabels(Rule):
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         mode = self._mode(ctx)
         near = bool(self.near_duplicates) and mode == "label"
-        state = _conflicts.start(mode, snippets=ctx.example_chars, near=near)
+        state = _conflicts.keyed_start(mode, snippets=ctx.example_chars, near=near)
         return {**state, "origin": state_origin(self, ctx)}
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        return _conflicts.update(state, batch)
+        # counts and label names only: the rows go through the keyed stage (emit)
+        return _conflicts.keyed_update(state, batch)
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**_conflicts.merge(a, b), "origin": a.get("origin")}
+        return {**_conflicts.keyed_merge(a, b), "origin": a.get("origin")}
+
+    def emit(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
+        """Per labeled row its normalized-input hash; with near duplicates, per row with
+        shingles one key per LSH band with its signature (see ``_conflicts``)."""
+        bands, per_band = choose_bands(float(self.threshold), MINHASH["num_perm"])
+        return _conflicts.emit(state, batch, bands, per_band)
+
+    def edges(self, part: pa.Table) -> pa.Table:
+        return _conflicts.edges(part, float(self.threshold))
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        raise RuntimeError(
+            f"{self.code} finds its groups in the engine's keyed stage (finish_keyed)"
+        )
+
+    def finish_keyed(
+        self, state: dict[str, Any], clusters: list[Any], ctx: AuditContext
+    ) -> RuleResult:
+        return self._result(state, _conflicts.find_keyed(state, clusters), ctx)
+
+    def _result(
+        self, state: dict[str, Any], per_split: dict[str, Any], ctx: AuditContext
+    ) -> RuleResult:
         mode = state["mode"]
         result = RuleResult(
             thresholds={
@@ -112,7 +144,6 @@ class ConflictingLabels(Rule):
         def name(label_id: int) -> str:
             return vocab.get(label_id, f"response:{label_id:016x}")
 
-        per_split = _conflicts.find(state, float(self.threshold), ctx)
         all_groups = []
         pair_counts: Counter[tuple[str, str]] = Counter()
         for split, sc in per_split.items():
