@@ -68,8 +68,10 @@ class LossMasks(DetailRowCheck):
         the values), and whose trained labels differ from ``input_ids`` (labels shifted twice).
         With ``responses_only`` (the recipe trains on replies only) it counts rows that train on
         prompt or system tokens: a trained token outside ``assistant_masks`` when the dataset
-        has them, else a trained token before the first ``response_template`` match when that
-        is given, else a trained first token (a prompt always comes first). With an EOS id
+        has them, else a trained token outside the replies that ``response_template`` opens
+        (from its end up to the next ``instruction_template``, which opens a user turn, or to
+        the row's end) when that is given, else a trained first token (a prompt always comes
+        first). With an EOS id
         (``eos_token_id`` or the tokenizer's EOS), it counts rows with a trained span (a run of
         trained tokens) whose last token is not EOS: the model never learns to stop.
 
@@ -89,6 +91,10 @@ class LossMasks(DetailRowCheck):
         responses_only: the recipe trains on replies only (default true).
         response_template: token ids that open a reply (e.g. the ids of
             ``<|im_start|>assistant\\n``); trained tokens before its first match are prompt.
+        instruction_template: token ids that open a user turn (e.g. the ids of
+            ``<|im_start|>user\\n``), with ``response_template`` for multi-turn rows: trained
+            tokens from it to the next reply are prompt too (TRL's completion-only collator
+            takes the same two templates).
         eos_token_id: the EOS id trained spans end with (default: the tokenizer's EOS, else
             not checked).
         vocab_size: ids at or above it are out of vocabulary (default: the tokenizer's size,
@@ -112,6 +118,7 @@ class LossMasks(DetailRowCheck):
         ignore_index: int = -100,
         responses_only: bool = True,
         response_template: list[int] | None = None,
+        instruction_template: list[int] | None = None,
         eos_token_id: int | None = None,
         vocab_size: int | None = None,
     ):
@@ -122,13 +129,20 @@ class LossMasks(DetailRowCheck):
         self.ignore_index = ignore_index
         self.responses_only = responses_only
         self.response_template = response_template
+        self.instruction_template = instruction_template
         self.eos_token_id = eos_token_id
         self.vocab_size = vocab_size
 
     def check_options(self) -> None:
-        tpl = self.response_template
-        if tpl is not None and (not tpl or not all(isinstance(t, int) for t in tpl)):
-            raise ValueError("response_template: a non-empty list of token ids")
+        for name in ("response_template", "instruction_template"):
+            tpl = getattr(self, name)
+            if tpl is not None and (not tpl or not all(isinstance(t, int) for t in tpl)):
+                raise ValueError(f"{name}: a non-empty list of token ids")
+        if self.instruction_template and not self.response_template:
+            raise ValueError(
+                "instruction_template needs response_template: replies are what the response "
+                "template opens"
+            )
 
     # -- state: the base's, plus token counts per split
     def start(self, ctx: AuditContext) -> dict[str, Any]:
@@ -311,17 +325,22 @@ class LossMasks(DetailRowCheck):
         if "assistant_masks" in flat and "labels" in flat:
             return flat["assistant_masks"] == 0
         if self.response_template:
-            tpl = np.asarray(self.response_template, dtype=np.int64)
             ids = flat["input_ids"]
-            first = np.full(nrows, -1, dtype=np.int64)
-            if ids.size >= tpl.size:
-                win = np.lib.stride_tricks.sliding_window_view(ids, tpl.size)
-                hits = np.flatnonzero((win == tpl).all(axis=1))
-                hits = hits[seg[hits] == seg[np.minimum(hits + tpl.size - 1, ids.size - 1)]]
-                for h in hits[::-1]:
-                    first[seg[h]] = pos[h] + tpl.size
-            bound = np.where(first < 0, lens, first)  # no template: the whole row is prompt
-            return pos < bound[seg]
+            n = ids.size
+            # the turn each token is in: the last template before it in its row opens it
+            # (1: a reply, from the response template's end; 2: a user turn, from the
+            # instruction template's start); none yet: the prompt that opens every row
+            kind = np.zeros(n + 1, dtype=np.int8)
+            ends = _matches(ids, seg, self.response_template) + len(self.response_template)
+            ends = ends[ends < n]
+            kind[ends[seg[ends] == seg[ends - 1]]] = 1  # a template that ends its row opens none
+            if self.instruction_template:
+                kind[_matches(ids, seg, self.instruction_template)] = 2
+            kind = kind[:n]
+            at = np.arange(n)
+            last = np.maximum.accumulate(np.where(kind > 0, at, -1)) if n else at
+            opened = (last >= 0) & (seg[np.maximum(last, 0)] == seg)
+            return ~opened | (kind[np.maximum(last, 0)] == 2)
         return pos == 0
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
@@ -349,3 +368,13 @@ class LossMasks(DetailRowCheck):
         if eos is None:
             result.details["not_checked"] = ["no_eos: no eos_token_id and no tokenizer EOS"]
         return result
+
+
+def _matches(ids: np.ndarray, seg: np.ndarray, template: list[int]) -> np.ndarray:
+    """Flat positions where ``template`` starts and ends within one row."""
+    tpl = np.asarray(template, dtype=np.int64)
+    if ids.size < tpl.size:
+        return np.zeros(0, dtype=np.int64)
+    win = np.lib.stride_tricks.sliding_window_view(ids, tpl.size)
+    hits = np.flatnonzero((win == tpl).all(axis=1))
+    return hits[seg[hits] == seg[hits + tpl.size - 1]]
