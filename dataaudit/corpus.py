@@ -63,6 +63,8 @@ class Corpus:
     #: per split, the files its rows came from, in order, as streamed: ``{path, format, rows}``
     #: (CI annotations turn a split's row into a file's row or line)
     files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: how the files' bad lines are read (an engine whose workers read the files needs it)
+    on_bad_lines: str = "error"
 
     def stream(self, batch_size: int) -> Iterator[tuple[str, pa.RecordBatch]]:
         """(split, batch) pairs, each split's rows in input order."""
@@ -179,6 +181,7 @@ def load_corpus(
         log=reading.log,
         schema=schema,
         given_roles=given,
+        on_bad_lines=on_bad_lines,
     )
     require_text(corpus_roles, schema)
     return corpus

@@ -4,6 +4,7 @@ the roles were chosen, a role column missing from a file, a named column no row 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -16,7 +17,25 @@ from .roles import detect_roles
 if TYPE_CHECKING:
     from ..corpus import Corpus
 
-__all__ = ["Shape"]
+__all__ = ["Shape", "first_valid", "with_nulls"]
+
+
+def first_valid(rb: pa.RecordBatch) -> Callable[[str], int]:
+    """A column's first non-null position in ``rb`` (-1: none), computed when asked."""
+
+    def first(name: str) -> int:
+        col = rb.column(rb.schema.get_field_index(name))
+        return pc.index(pc.is_valid(col), True).as_py()
+
+    return first
+
+
+def with_nulls(rb: pa.RecordBatch, fields: list[pa.Field]) -> pa.RecordBatch:
+    """``rb`` with the columns ``fields`` added as nulls (its own columns are not copied)."""
+    if not fields:
+        return rb
+    arrays = [*rb.columns, *(pa.nulls(rb.num_rows, f.type) for f in fields)]
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([*rb.schema, *fields]))
 
 
 class Shape:
@@ -35,28 +54,39 @@ class Shape:
         self, rb: pa.RecordBatch, split: str | None, row: int | None, origin: str
     ) -> pa.RecordBatch:
         rb = plain_batch(rb)
-        names = rb.schema.names
+        return with_nulls(
+            rb, self.missing(rb.schema, rb.num_rows, first_valid(rb), split, row, origin)
+        )
+
+    def missing(
+        self,
+        schema: pa.Schema,
+        num_rows: int,
+        first: Callable[[str], int],
+        split: str | None,
+        row: int | None,
+        origin: str,
+    ) -> list[pa.Field]:
+        """The columns a batch of ``schema`` lacks (to add as nulls), noting what the input
+        does that the corpus schema did not foresee: :meth:`conform` without the batch's data
+        (``first``: a column's first non-null position in it, -1 for none), so an engine whose
+        workers read the rows decides their shape where the stream's order is known."""
+        names = schema.names
         if len(set(names)) != len(names):
-            check_names(rb.schema, origin)
+            check_names(schema, origin)
         self.seen.update(names)
         for name in names:
             if name not in self.types:
-                col = rb.column(rb.schema.get_field_index(name))
-                first = pc.index(pc.is_valid(col), True).as_py()  # its first non-null value
-                at = None if row is None else row + max(first, 0)
-                self._late(name, col.type, split, at, origin)
+                at = None if row is None else row + max(first(name), 0)
+                self._late(name, schema.field(name).type, split, at, origin)
             elif pa.types.is_null(self.types[name]) and not pa.types.is_null(
-                rb.schema.field(name).type
+                schema.field(name).type
             ):
-                self.types[name] = rb.schema.field(name).type
+                self.types[name] = schema.field(name).type
         missing = [n for n in self.types if n not in set(names)]
-        if not missing:
-            return rb
-        arrays = list(rb.columns)
-        fields = list(rb.schema)
+        fields = []
         for name in missing:
             t = self.types[name]
-            arrays.append(pa.nulls(rb.num_rows, t))
             fields.append(pa.field(name, t))
             role = self.role_columns.get(name)
             if role is not None:  # a file (or block) without the column: its rows read as nulls
@@ -67,11 +97,15 @@ class Shape:
                     "blocks, so these rows are read as nulls (FMT001 counts them). Check that those files belong "
                     "to this dataset",
                     column=name,
-                    count=rb.num_rows,
+                    count=num_rows,
                     row=row,
                     place=origin,
                 )
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        return fields
+
+    def known(self) -> set[str]:
+        """The columns that are no late column: what a reader need not locate in its rows."""
+        return set(self.types)
 
     def _late(
         self, name: str, t: pa.DataType, split: str | None, row: int | None, origin: str
