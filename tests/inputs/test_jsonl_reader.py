@@ -39,3 +39,76 @@ def test_other_first_records_take_the_records_path(tmp_path, rec):
     path.write_text(json.dumps(rec) + "\n")
     assert _scalar_schema(rec) is None
     assert jsonl_schema(path)[0] == records_to_batch([rec]).schema
+
+
+def _lines(n: int, bad_at: int | None = None) -> str:
+    out = []
+    for i in range(n):
+        out.append("{not json" if i == bad_at else json.dumps({"text": f"row {i} " + "x" * 40}))
+    return "\n".join(out) + "\n"
+
+
+def _count_parses(monkeypatch) -> list[int]:
+    import pyarrow.json as pj
+
+    calls = []
+    real = pj.read_json
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pj, "read_json", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.jsonl.gz"])
+def test_the_first_block_is_parsed_once_for_peek_and_stream(tmp_path, monkeypatch, name):
+    import gzip
+
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.corpus import load_corpus
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 32768)
+    text = "\ufeff" + _lines(2000)  # a BOM, ~4 blocks of ~550 rows (the peek reads 256)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    blocks = len(list(jsonl.iter_jsonl(path, 10_000)))  # one table per block here
+    calls = _count_parses(monkeypatch)
+    corpus = load_corpus(path)
+    assert len(calls) == 1  # the peek
+    texts = [t for _, rb in corpus.stream(64) for t in rb.column("text").to_pylist()]
+    assert texts == [json.loads(line)["text"] for line in text[1:].splitlines()]
+    assert len(calls) == blocks  # the stream did not parse the first block again
+    assert not jsonl._PEEKED
+
+
+def test_a_peeked_block_is_not_reused_for_a_changed_file(tmp_path, monkeypatch):
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(300))
+    batches = jsonl.iter_jsonl(path, 8)
+    next(batches)
+    batches.close()  # stopped early: its first block is kept
+    assert jsonl._PEEKED
+    path.write_text(_lines(301))
+    rows = sum(rb.num_rows for rb in jsonl.iter_jsonl(path, 100))
+    assert rows == 301
+    jsonl._PEEKED.clear()
+
+
+def test_a_bad_line_after_a_peeked_block_is_named_by_its_line(tmp_path, monkeypatch):
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.corpus import load_corpus
+    from dataaudit.errors import InputError
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(300, bad_at=250))
+    corpus = load_corpus(path)
+    assert jsonl._PEEKED
+    with pytest.raises(InputError, match=r"t\.jsonl:251: not valid JSON"):
+        for _ in corpus.stream(64):
+            pass
