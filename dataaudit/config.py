@@ -418,6 +418,8 @@ def _expand(
             + f" Valid keys: {', '.join(sorted(_KEYS))}."
         )
     data = _check(data, origin)
+    if base is not None:
+        _resolve_paths(data, base)
     parent = data.pop("extends", None)
     if parent is None:
         return data
@@ -426,6 +428,26 @@ def _expand(
         chain = " -> ".join((*seen, ident))
         raise ConfigError(f"{origin}: 'extends' makes a cycle ({chain}).")
     return _merge(_expand(base_data, base_origin, base_dir, (*seen, ident)), data)
+
+
+#: keys whose value may be a file a config names (else a column, a Hub name or a URL)
+_FILE_KEYS = ("reference", "baseline", "predictions", "tokenizer")
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """A relative file a config names is beside the config, as its ``extends`` is: kept as the
+    path from the working directory (so the config hash does not depend on where the checkout
+    is), when the file exists there; else the value stays as written (a column name, a Hub
+    name, a path from the working directory as before)."""
+    import os
+
+    for key in _FILE_KEYS:
+        value = data.get(key)
+        if not isinstance(value, str) or "://" in value or Path(value).expanduser().is_absolute():
+            continue
+        beside = base / value
+        if beside.exists() and base.resolve() != Path.cwd().resolve():
+            data[key] = os.path.relpath(beside)
 
 
 def load_config(spec: Any = None, **overrides: Any) -> AuditConfig:
