@@ -59,26 +59,30 @@ def reset():
     except OSError:
         pass
 
-def wrap(cls):
-    finish = cls.finish
-    def timed(self, state, ctx):
+def wrap(cls, name):
+    finish = getattr(cls, name)
+    def timed(self, *args):
         if "scan" not in peaks:
             peaks["scan"] = hwm()
         reset()
         try:
-            return finish(self, state, ctx)
+            return finish(self, *args)
         finally:
             peaks[self.code] = hwm()
-    cls.finish = timed
+    setattr(cls, name, timed)
 
 for cls in load_rules().rules.values():
-    wrap(cls)
+    wrap(cls, "finish")
+    if getattr(cls, "keyed", False):  # finished through the keyed stage
+        wrap(cls, "finish_keyed")
 args = json.loads(sys.argv[1])
 report = dataaudit.audit(args["path"], config=args["config"], select=args["select"],
                          label="label", progress=False)
 peaks["total"] = None
 print(json.dumps({"peaks": peaks, "timings": report.data.get("timings", {}),
                   "status": {r["code"]: r["status"] for r in report.results},
+                  "flagged": {r["code"]: r.get("flagged_rows", 0) for r in report.results},
+                  "flags": report.data.get("flags", {}).get("count", 0),
                   "seconds": time.perf_counter() - t0}))
 """
 
@@ -185,12 +189,14 @@ def main() -> None:
             f"\nrun {k + 1}: wall {r['wall']:.1f} s, peak RSS {r['peak_mb']:,.0f} MB "
             f"(scan peak {r['peaks'].get('scan', 0):,.0f} MB); load {stages.get('load', 0):.1f} s, "
             f"scan {stages.get('scan', 0):.1f} s (read {scan.get('read', 0):.1f} s, features "
-            f"{sum(scan.get('features', {}).values()):.1f} s), finish {stages.get('finish', 0):.1f} s"
+            f"{sum(scan.get('features', {}).values()):.1f} s), finish {stages.get('finish', 0):.1f} s; "
+            f"{r.get('flags', 0):,} row flags"
         )
         feats = sorted(scan.get("features", {}).items(), key=lambda kv: -kv[1])[:6]
         print("  features: " + ", ".join(f"{name} {sec:.1f} s" for name, sec in feats))
         print(
             f"  {'rule':<9} {'status':<8} {'update s':>9} {'finish s':>9} {'peak MB in finish':>18}"
+            f" {'flagged rows':>13}"
         )
         rules = t.get("rules", {})
         for code in sorted(
@@ -200,6 +206,7 @@ def main() -> None:
             print(
                 f"  {code:<9} {r['status'].get(code, '?'):<8} {v.get('update', 0):>9.1f} "
                 f"{v.get('finish', 0):>9.1f} {r['peaks'].get(code, 0):>18,.0f}"
+                f" {r.get('flagged', {}).get(code, 0):>13,}"
             )
 
 

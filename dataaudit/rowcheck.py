@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from .context import AuditContext
 from .features import Batch
-from .rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from .rule import Direction, Finding, Rule, RuleResult, Severity
 from .rules._columns import SNIPPET_EXTRA
 from .rules._ids import ids_at
 from .rules._origin import check_origin, state_origin
@@ -163,10 +163,13 @@ class RowCheckRule(Rule):
                 result.metric(f"{key}_rate", rate, Direction.LOWER, split=name)
                 if not count:
                     continue
-                ids = flagged.ids or [None] * count
-                result.flags.extend(
-                    Flag(name, r, detail=key, action=cat.action, severity=cat.severity, id=i)
-                    for r, i in zip(flagged.rows, ids)
+                result.flags.add(
+                    name,
+                    np.asarray(flagged.rows, np.int64),
+                    detail=key,
+                    action=cat.action,
+                    severity=cat.severity,
+                    id=flagged.ids or None,
                 )
                 result.findings.append(
                     Finding(

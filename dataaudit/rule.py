@@ -13,6 +13,7 @@ import inspect
 import math
 import numbers
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,6 +31,7 @@ __all__ = [
     "Direction",
     "Finding",
     "Flag",
+    "Flags",
     "Metric",
     "Rule",
     "RuleOutcome",
@@ -236,6 +238,273 @@ class Flag:
             object.__setattr__(self, "id", str(self.id))
 
 
+class FlagColumns:
+    """One block of row flags stored column by column (see :class:`Flags`).
+
+    ``row`` is an int64 array; ``score`` None or a float64 array (NaN: no score); every other
+    field is one value for all rows of the block (a str, a Severity or None) or a list with one
+    value per row. Built by :meth:`Flags.add`, which checks and converts what it is given.
+    """
+
+    __slots__ = ("action", "detail", "group", "id", "row", "score", "severity", "split")
+
+    def __init__(self, split, row, group, detail, action, severity, score, id) -> None:
+        self.split, self.row, self.group, self.detail = split, row, group, detail
+        self.action, self.severity, self.score, self.id = action, severity, score, id
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def column(self, name: str) -> list[Any]:
+        """One field as a list of one value per row (constants repeated)."""
+        value = getattr(self, name)
+        if name == "row":
+            return value.tolist()
+        if name == "score":
+            if value is None:
+                return [None] * len(self.row)
+            return [None if v != v else v for v in value.tolist()]
+        if isinstance(value, list):
+            return value
+        if hasattr(value, "to_pylist"):  # Arrow strings
+            return value.to_pylist()
+        if hasattr(value, "dtype"):  # integers given for a text field (cluster ids)
+            return [str(v) for v in value.tolist()]
+        return [value] * len(self.row)
+
+    def objects(self) -> Iterator[Flag]:
+        names = ("split", "row", "group", "detail", "action", "severity", "score", "id")
+        for values in zip(*(self.column(n) for n in names)):
+            yield Flag(*values)
+
+    @classmethod
+    def of_objects(cls, flags: list[Flag]) -> FlagColumns:
+        """Flag objects (already checked, see engine.reportable) as one block."""
+        import numpy as np
+
+        return cls(
+            [f.split for f in flags],
+            np.fromiter((int(f.row) for f in flags), np.int64, len(flags)),
+            [f.group for f in flags],
+            [f.detail for f in flags],
+            [f.action for f in flags],
+            [f.severity for f in flags],
+            np.array([np.nan if f.score is None else f.score for f in flags], np.float64),
+            [f.id for f in flags],
+        )
+
+
+def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool = False) -> Any:
+    """A flag field given to Flags.add: one value for every row, or n values: Arrow strings (a
+    numpy str array becomes one; ``cast``: integers too, as their decimal text) or a list."""
+    if value is None or isinstance(value, kinds):
+        return value
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise ValueError(f"Flags.add {name}={value!r:.80}: expected {expected}, None or a sequence")
+    if len(value) != n:
+        raise ValueError(f"Flags.add {name}: {len(value)} values for {n} rows")
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(value, np.ndarray):
+        if cast and value.dtype.kind in "iu":
+            return value.astype(np.int64, copy=False)  # written as text in the report
+        if value.dtype.kind == "U":  # few distinct values (np.where of labels): a dictionary
+            values, codes = np.unique(value, return_inverse=True)
+            return pa.DictionaryArray.from_arrays(
+                pa.array(codes.astype(np.int32, copy=False)), pa.array(values.tolist(), pa.string())
+            )
+        value = value.tolist()
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if isinstance(value, pa.Array):
+        if cast and pa.types.is_integer(value.type):
+            value = value.cast(pa.string())
+        kind = value.type.value_type if pa.types.is_dictionary(value.type) else value.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return value
+        value = value.to_pylist()
+    elif not isinstance(value, list):
+        value = list(value)
+    if not {type(v) for v in value} <= {str, type(None)}:
+        if cast:
+            return [v if v is None or isinstance(v, str) else str(v) for v in value]
+        if kinds == (str,):
+            bad = next(v for v in value if not isinstance(v, (str, type(None))))
+            raise ValueError(f"Flags.add {name}: {bad!r:.80} is not a str or None")
+    return value
+
+
+def _distinct(value: Any) -> list[Any]:
+    """The distinct values of a field (a constant, Arrow array or list)."""
+    if hasattr(value, "unique") and hasattr(value, "to_pylist"):
+        return value.unique().to_pylist()
+    return list(set(value)) if isinstance(value, list) else [value]
+
+
+class Flags:
+    """The rows a rule flags, stored column by column (``RuleResult.flags``).
+
+    A rule that flags many rows adds them in bulk, one call per block of rows that share what
+    is constant::
+
+        result.flags.add("train", rows, group=first_rows, detail="duplicate", action="drop")
+
+    ``rows`` is a sequence of row positions; every other field is one value for all rows or a
+    sequence with one value per row (as for :class:`Flag`). Flag objects still work:
+    ``append(Flag(...))``, ``extend([...])``, ``+=`` and assigning a list of Flag to
+    ``result.flags`` keep their meaning, and reading (iteration, ``len``, indexing) yields
+    Flag objects in the order the flags were added. A million flags cost ~10 bytes each here,
+    not the ~200 of a Flag object, and reach the report without a Python loop.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, flags: Iterable[Flag] = ()) -> None:
+        #: blocks in the order added: FlagColumns, or lists of Flag objects as given
+        self._parts: list[FlagColumns | list[Any]] = []
+        self.extend(flags)
+
+    @classmethod
+    def of(cls, flags: Flags | Iterable[Flag]) -> Flags:
+        """``flags`` as Flags (a list a rule assigned to ``result.flags`` is converted)."""
+        return flags if isinstance(flags, Flags) else cls(flags)
+
+    def add(
+        self,
+        split: str | Iterable[str],
+        rows: Iterable[int],
+        *,
+        group: str | Iterable[str | None] | None = None,
+        detail: str | Iterable[str | None] | None = None,
+        action: str | Iterable[str | None] | None = None,
+        severity: Severity | str | Iterable[Severity | str | None] | None = None,
+        score: float | Iterable[float | None] | None = None,
+        id: str | Iterable[str | None] | None = None,
+    ) -> None:
+        """Flag ``rows`` of ``split`` (see the class docstring); raises ValueError naming the
+        field a value does not fit."""
+        import numpy as np
+
+        row = np.asarray(rows)
+        if row.ndim != 1 or (row.size and row.dtype.kind not in "iu"):
+            raise ValueError(f"Flags.add rows: expected a sequence of ints, got {row.dtype}")
+        n = len(row)
+        if not n:
+            return
+        row = row.astype(np.int64, copy=False)
+        if split is None:
+            raise ValueError("Flags.add split: expected the split's name")
+        split = _per_row("split", split, n, (str,))
+        if not isinstance(split, str) and None in _distinct(split):
+            raise ValueError("Flags.add split: a flag needs its split's name, not None")
+        group = _per_row("group", group, n, (str,), cast=True)  # cluster ids: rows are fine
+        detail = _per_row("detail", detail, n, (str,))
+        action = _per_row("action", action, n, (str,))
+        for value in _distinct(action):
+            if value is not None and value not in ACTIONS:
+                raise ValueError(
+                    f"Flags.add action={value!r}: use one of {', '.join(ACTIONS)} (or None: review)"
+                )
+        severity = _per_row("severity", severity, n, (Severity, str))
+        if not isinstance(severity, (str, type(None))):
+            if not isinstance(severity, list):
+                severity = severity.to_pylist()
+            parsed = {v: None if v is None else Severity.parse(v) for v in set(severity)}
+            severity = [parsed[v] for v in severity]
+        elif severity is not None:
+            severity = Severity.parse(severity)
+        if score is not None:
+            scores = np.asarray(score)
+            if scores.dtype.kind == "O":
+                scores = np.array([np.nan if v is None else v for v in scores.tolist()])
+            if scores.dtype.kind not in "iuf":
+                raise ValueError(f"Flags.add score: expected numbers or None, got {scores.dtype}")
+            scores = np.broadcast_to(scores.astype(np.float64), (n,)).copy()
+            scores[~np.isfinite(scores)] = np.nan  # JSON has no NaN/inf: no score
+            score = scores
+        id = _per_row("id", id, n, (str,), cast=True)
+        self._parts.append(FlagColumns(split, row, group, detail, action, severity, score, id))
+
+    # -- list of Flag objects, for plugins and readers -----------------------------------------
+    def append(self, flag: Flag) -> None:
+        if self._parts and isinstance(self._parts[-1], list):
+            self._parts[-1].append(flag)
+        else:
+            self._parts.append([flag])
+
+    def extend(self, flags: Iterable[Flag]) -> None:
+        if isinstance(flags, Flags):
+            self._parts.extend(p if isinstance(p, FlagColumns) else list(p) for p in flags._parts)
+            return
+        for flag in flags:
+            self.append(flag)
+
+    def __iadd__(self, flags: Iterable[Flag]) -> Flags:
+        self.extend(flags)
+        return self
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self._parts)
+
+    def __bool__(self) -> bool:
+        return any(len(p) for p in self._parts)
+
+    def __iter__(self) -> Iterator[Flag]:
+        for part in self._parts:
+            yield from part.objects() if isinstance(part, FlagColumns) else part
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return list(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Flags, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"Flags({len(self)} flags)"
+
+    def blocks(self) -> list[FlagColumns]:
+        """Every flag, as column blocks in the order added (Flag objects converted)."""
+        return [
+            p if isinstance(p, FlagColumns) else FlagColumns.of_objects(p)
+            for p in self._parts
+            if len(p)
+        ]
+
+    def objects(self) -> list[tuple[int, list[Any]]]:
+        """The blocks of Flag objects as given, each with the index of its first flag (what
+        ``engine.reportable`` checks: columns are checked when added)."""
+        out, at = [], 0
+        for part in self._parts:
+            if isinstance(part, list):
+                out.append((at, part))
+            at += len(part)
+        return out
+
+    def flagged_rows(self) -> int:
+        """How many distinct (split, row) pairs are flagged."""
+        import numpy as np
+
+        by_split: dict[str, list[Any]] = {}
+        for block in self.blocks():
+            if isinstance(block.split, str):
+                by_split.setdefault(block.split, []).append(block.row)
+                continue
+            splits = np.array(block.column("split"), dtype=object)
+            for name in dict.fromkeys(splits.tolist()):
+                by_split.setdefault(name, []).append(block.row[splits == name])
+        count = 0
+        for rows in by_split.values():
+            ordered = np.sort(np.concatenate(rows))
+            count += int(ordered.size > 0) + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+        return count
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How much of its scope a rule examined, when that can be less than all of it.
@@ -281,12 +550,17 @@ class Coverage:
 class RuleResult:
     metrics: list[Metric] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    flags: list[Flag] = field(default_factory=list)
+    #: row flags (a list of Flag also works: it is read as Flags)
+    flags: Flags = field(default_factory=Flags)
     thresholds: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None  # reason, when the rule could not give a verdict
     #: what share of its scope the rule examined; None: every row in scope (the default)
     coverage: Coverage | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.flags, Flags):
+            self.flags = Flags(self.flags)
 
     def metric(
         self,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rule import Coverage, Direction, Finding, Flag, Metric, RuleResult, Severity
+from ..rule import Coverage, Direction, Finding, Flag, Flags, Metric, RuleResult, Severity
 from .state import RuleRun
 
 __all__ = ["check_result"]
@@ -159,6 +159,7 @@ def _reportable(result: Any) -> None:
             ex["row"] = _check_count(ex.get("row"), f"{where}.examples[{j}]['row']")
             _check_str(ex.get("text"), f"{where}.examples[{j}]['text']")
     _check_flags(result.flags)
+    result.flags = Flags.of(result.flags)
 
 
 def _flag_ok(kinds: tuple[type, ...]) -> bool:
@@ -173,8 +174,18 @@ def _flag_ok(kinds: tuple[type, ...]) -> bool:
     )
 
 
-def _check_flags(flags: list[Flag]) -> None:
-    """Flags can be millions: check the set of their field types, then find a bad one."""
+def _check_flags(flags: Flags | list[Flag]) -> None:
+    """Flags can be millions: blocks added in bulk were checked by Flags.add; of the Flag
+    objects, check the set of their field types, then find a bad one."""
+    if not isinstance(flags, Flags):
+        if not isinstance(flags, (list, tuple)):
+            raise _NotReportable(f"flags: {type(flags).__name__} is not a list of Flag or Flags")
+        flags = Flags(flags)
+    for start, objects in flags.objects():
+        _check_flag_objects(objects, start)
+
+
+def _check_flag_objects(flags: list[Flag], start: int) -> None:
     try:
         kinds = {
             (type(f), type(f.split), type(f.row), type(f.group), type(f.detail)) for f in flags
@@ -183,7 +194,7 @@ def _check_flags(flags: list[Flag]) -> None:
             return
     except AttributeError:  # not a Flag at all
         pass
-    for i, f in enumerate(flags):
+    for i, f in enumerate(flags, start):
         fields = (getattr(f, name, None) for name in ("split", "row", "group", "detail"))
         if not _flag_ok((type(f), *map(type, fields))):
             raise _NotReportable(

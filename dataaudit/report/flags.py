@@ -12,7 +12,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     import polars as pl
 
-    from ..rule import RuleOutcome
+    from ..rule import FlagColumns, RuleOutcome
 
 #: the row flags table's columns and their polars types (see Report.flags)
 FLAG_SCHEMA = {
@@ -66,34 +66,73 @@ _FLAG_ORDER = ["split", "row", "code", "cluster", "detail", "action", "severity"
 
 def collect_flags(outcomes: list[RuleOutcome]) -> pl.DataFrame:
     """Every rule's flags as a table of FLAG_COLUMNS: severity and action resolved, untrusted
-    text bounded, duplicates removed, sorted (columns built at once: flags can be millions)."""
+    text bounded, duplicates removed, sorted (built block by block, column by column: flags
+    can be millions)."""
     import polars as pl
 
-    columns: dict[str, list[Any]] = {name: [] for name in FLAG_COLUMNS}
+    from ..rule import Flags
+
+    frames = [_empty_frame()]
     for outcome in outcomes:
         if outcome.result is None or outcome.error is not None or not outcome.result.flags:
             continue
-        flags = outcome.result.flags
         default = outcome.severity.value
-        columns["split"] += [f.split for f in flags]
-        columns["row"] += [int(f.row) for f in flags]
-        columns["id"] += [f.id for f in flags]
-        columns["code"] += [outcome.rule.code] * len(flags)
-        columns["severity"] += [default if f.severity is None else f.severity.value for f in flags]
-        columns["action"] += [f.action or "review" for f in flags]
-        columns["cluster"] += [f.group for f in flags]
-        columns["score"] += [f.score for f in flags]
-        columns["detail"] += [f.detail for f in flags]
-    frame = pl.DataFrame(
-        {
-            name: pl.Series(name, columns[name], dtype=getattr(pl, FLAG_SCHEMA[name]))
-            for name in FLAG_COLUMNS
-        }
-    )
+        for block in Flags.of(outcome.result.flags).blocks():
+            frames.append(_block_frame(block, outcome.rule.code, default))
+    frame = pl.concat(frames, how="vertical", rechunk=True)
     frame = frame.with_columns(
         _bounded(frame["id"], _MAX_ID), _bounded(frame["detail"], _MAX_DETAIL)
     )
     return frame.unique().sort(_FLAG_ORDER, nulls_last=False)
+
+
+def _empty_frame() -> pl.DataFrame:
+    import polars as pl
+
+    return pl.DataFrame(
+        {name: pl.Series(name, [], dtype=getattr(pl, FLAG_SCHEMA[name])) for name in FLAG_COLUMNS}
+    )
+
+
+def _block_frame(block: FlagColumns, code: str, default_severity: str) -> pl.DataFrame:
+    """One block of flags as a table of FLAG_COLUMNS (a constant field repeated)."""
+    import polars as pl
+
+    n = len(block)
+
+    def column(name: str, value: Any) -> pl.Series:
+        dtype = getattr(pl, FLAG_SCHEMA[name])
+        if isinstance(value, list):
+            return pl.Series(name, value, dtype=dtype)
+        if hasattr(value, "to_pylist"):  # Arrow strings
+            return pl.from_arrow(value).cast(dtype).alias(name)
+        if hasattr(value, "dtype"):  # integers given for a text field (cluster ids)
+            return pl.Series(name, value).cast(dtype)
+        return pl.repeat(value, n, dtype=dtype, eager=True).alias(name)
+
+    severity = block.severity
+    if isinstance(severity, list):
+        severity = [default_severity if v is None else v.value for v in severity]
+    else:
+        severity = default_severity if severity is None else severity.value
+    score = (
+        pl.repeat(None, n, dtype=pl.Float64, eager=True).alias("score")
+        if block.score is None
+        else pl.Series("score", block.score, dtype=pl.Float64, nan_to_null=True)
+    )
+    return pl.DataFrame(
+        [
+            column("split", block.split),
+            pl.Series("row", block.row, dtype=pl.Int64),
+            column("id", block.id),
+            column("code", code),
+            column("severity", severity),
+            column("action", block.action).fill_null("review"),  # None: review
+            column("cluster", block.group),
+            score,
+            column("detail", block.detail),
+        ]
+    )
 
 
 def encode_flags(frame: pl.DataFrame) -> dict[str, Any]:

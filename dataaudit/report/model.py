@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write, atomic_write_text, writes_stdout
 from ..errors import GateFailed, InputError
-from ..rule import RuleOutcome, Severity, Status
+from ..rule import Flags, RuleOutcome, Severity, Status
 from ..wording import plural
 from .escape import shorten
 from .flags import FLAG_COLUMNS, collect_flags, decode_flags, encode_flags, flags_format
@@ -54,7 +54,7 @@ def _result_dict(
     out["metrics"] = [m.to_dict() for m in res.metrics]
     out["thresholds"] = res.thresholds
     out["details"] = res.details
-    out["flagged_rows"] = len({(f.split, f.row) for f in res.flags})
+    out["flagged_rows"] = Flags.of(res.flags).flagged_rows()
     findings = []
     for f in res.findings:
         fingerprint = f.fingerprint(rule.code)

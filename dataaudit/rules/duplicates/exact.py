@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
 from ...wording import plural
 from .._columns import key_hex, nonempty_hash, snippet
@@ -133,7 +133,6 @@ class ExactDuplicates(Rule):
         details: dict[str, Any] = {}
         # the members' payload, cluster after cluster (group.at: where a group's rows start)
         table = clusters.rows if clusters else None
-        ids = _column(table, "id")
         sources = _column(table, "source")
         by_split: dict[str, list[Any]] = {}
         for cluster in clusters:  # a group is one key within one split: never across splits
@@ -152,21 +151,11 @@ class ExactDuplicates(Rule):
             result.metric("largest_group", largest, Direction.LOWER, split=split)
             # flags: every member, group id = smallest row (the first member)
             removable: dict[str, int] = {}
-            for group in groups:
-                first, at = str(group[0][1]), group.at
-                for i, (_, row) in enumerate(group):
-                    result.flags.append(
-                        Flag(
-                            split,
-                            row,
-                            first,
-                            "kept" if i == 0 else "duplicate",
-                            action="keep" if i == 0 else "drop",
-                            id=None if ids is None else ids[at + i],
-                        )
-                    )
-                if sources is not None:
-                    for name in sources[at + 1 : at + len(group)]:
+            if groups:
+                _flag_groups(result, split, table, groups, sizes)
+            if sources is not None:
+                for group in groups:
+                    for name in sources[group.at + 1 : group.at + len(group)]:
                         removable[name] = removable.get(name, 0) + 1
             # findings: the largest groups (ties: the smaller first row)
             firsts = np.array([g[0][1] for g in groups], np.int64)
@@ -212,6 +201,27 @@ class ExactDuplicates(Rule):
             }
         result.details = {"splits": details}
         return result
+
+
+def _flag_groups(
+    result: RuleResult, split: str, table: pa.Table, groups: list[Any], sizes: np.ndarray
+) -> None:
+    """Flag every member of ``groups`` (one split's) at once, in group order: the first row
+    ``kept`` (keep), the others ``duplicate`` (drop); the group id is its first row."""
+    starts = np.array([g.at for g in groups], np.int64)
+    ends = np.cumsum(sizes)
+    offset = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+    at = np.repeat(starts, sizes) + offset  # each member's row in the clusters' table
+    rows = table.column("row").to_numpy()
+    first = offset == 0
+    result.flags.add(
+        split,
+        rows[at],
+        group=np.repeat(rows[starts], sizes).astype(str),
+        detail=np.where(first, "kept", "duplicate"),
+        action=np.where(first, "keep", "drop"),
+        id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
+    )
 
 
 def _column(table: pa.Table | None, name: str) -> list[Any] | None:

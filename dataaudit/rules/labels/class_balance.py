@@ -11,7 +11,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, RuleResult, Severity
+from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...sketches.state import Additive, Examples, PerSplit
 from ...stats import chi2_contingency, js_divergence
@@ -530,10 +530,12 @@ class ClassBalance(DriftRule):
                     )
                 )
         if nulls:
-            ids = sp.null_ids or [None] * nulls
-            result.flags.extend(
-                Flag(name, r, detail="null label", action="review", id=row_id)
-                for r, row_id in zip(sp.null_rows, ids)
+            result.flags.add(
+                name,
+                np.asarray(sp.null_rows, np.int64),
+                detail="null label",
+                action="review",
+                id=sp.null_ids or None,
             )
             result.findings.append(
                 Finding(

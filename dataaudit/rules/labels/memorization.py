@@ -8,7 +8,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Coverage, Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...wording import noun, plural
 from .._origin import check_origin, state_origin
@@ -142,6 +142,7 @@ class Memorization(Rule):
             by_text.setdefault(t, []).append(i)
         examples = []
         severity = None if accuracy < float(self.min_accuracy) else Severity.INFO
+        flagged: dict[str, list[Any]] = {"split": [], "rows": [], "detail": [], "id": []}
         for i in missed:
             split, row, text, label, row_id = items[i][:5]
             twins = [j for j in by_text[text] if j != i and labels[j] != label]
@@ -152,21 +153,16 @@ class Memorization(Rule):
                 reason = f"identical input in row {items[j].row} labeled {labels[j]!r}"
             else:
                 reason = "the label does not follow from the input (or a probe cannot see why)"
-            result.flags.append(
-                Flag(
-                    split,
-                    row,
-                    detail=f"not memorized: {reason}",
-                    action="review",
-                    severity=severity,
-                    id=row_id,
-                )
-            )
+            flagged["split"].append(split)
+            flagged["rows"].append(row)
+            flagged["detail"].append(f"not memorized: {reason}")
+            flagged["id"].append(row_id)
             examples.append(
                 ctx.example(
                     split, row, text, label=label, predicted=classes[pred[i]], reason=reason
                 )
             )
+        result.flags.add(**flagged, action="review", severity=severity)
         if missed:
             result.findings.append(
                 Finding(

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import LENGTH_EDGES, Histogram
 from ...sketches.state import PerSplit
 from ...wording import noun, plural
@@ -236,17 +236,14 @@ class LengthOutliers(Rule):
                 lens, rows = getattr(s, kind)
                 mask = lens >= edge_hi if kind == "long" else lens < edge_lo
                 rows_hit, lens_hit = rows[mask], lens[mask]
-                result.flags.extend(
-                    Flag(
-                        split,
-                        int(r),
-                        detail=kind,
-                        action="review",
-                        severity=sev,
-                        score=int(n),
-                        id=s.ids.get(int(r)),
-                    )
-                    for r, n in zip(rows_hit, lens_hit)
+                result.flags.add(
+                    split,
+                    rows_hit,
+                    detail=kind,
+                    action="review",
+                    severity=sev,
+                    score=np.asarray(lens_hit).astype(np.int64),
+                    id=[s.ids.get(r) for r in rows_hit.tolist()] if s.ids else None,
                 )
                 result.findings.append(
                     Finding(

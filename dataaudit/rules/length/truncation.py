@@ -10,7 +10,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.histogram import Histogram
 from ...sketches.state import Additive, Examples, PerSplit
 from ...wording import noun, plural
@@ -196,7 +196,7 @@ class Truncation(Rule):
             result.metric(f"{unit}_lost", s.lost, Direction.LOWER, split=split, unit=unit)
             if truncated:
                 severity = Severity.ERROR if rate > self.max_rate else Severity.WARN
-                result.flags.extend(_flags(split, s.truncated, "truncated", severity))
+                _flag(result, split, s.truncated, "truncated", severity)
                 result.findings.append(
                     Finding(
                         message=(
@@ -244,7 +244,7 @@ class Truncation(Rule):
                 result.metric("response_lost_rate", cut_rate, Direction.LOWER, split=split)
                 if cut:
                     severity = Severity.ERROR if cut_rate > self.max_rate else Severity.WARN
-                    result.flags.extend(_flags(split, s.cut, "response_lost", severity))
+                    _flag(result, split, s.cut, "response_lost", severity)
                     result.findings.append(
                         Finding(
                             message=(
@@ -275,10 +275,14 @@ def _measured_on(state: dict[str, Any]) -> str:
     return "the text view"
 
 
-def _flags(split: str, over: _Over, kind: str, severity: Severity) -> list[Flag]:
-    action = "drop" if kind == "response_lost" else "review"
-    ids = over.ids or [None] * len(over.rows)
-    return [
-        Flag(split, r, detail=kind, action=action, severity=severity, score=n, id=row_id)
-        for r, n, row_id in zip(over.rows, over.lengths, ids)
-    ]
+def _flag(result: RuleResult, split: str, over: _Over, kind: str, severity: Severity) -> None:
+    """Flag the rows of ``over``, their length as score."""
+    result.flags.add(
+        split,
+        np.asarray(over.rows, np.int64),
+        detail=kind,
+        action="drop" if kind == "response_lost" else "review",
+        severity=severity,
+        score=np.asarray(over.lengths, np.float64),
+        id=over.ids or None,
+    )

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.state import Additive, Examples, PerSplit
 from ...wording import noun, plural
 from .._columns import SNIPPET_EXTRA
@@ -29,7 +29,10 @@ class _Split(Additive):
     tokens: int = 0
     unknown: int = 0
     rows_with: int = 0
-    flags: list[tuple[int, float, str | None]] = field(default_factory=list)  # (row, rate, id)
+    #: the flagged rows, their rates and ids (ids empty without an id column)
+    rows: list[int] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)
 
     @classmethod
     def start(cls, max_examples: int) -> _Split:
@@ -115,8 +118,9 @@ class UnknownTokens(Rule):
         s.rows_with += int(np.count_nonzero(per_row))
         rate = np.divide(per_row, lengths, out=np.zeros(lengths.size), where=lengths > 0)
         flagged = np.flatnonzero(rate > self.max_row_rate)
-        ids = ids_at(batch, flagged) or [None] * flagged.size
-        s.flags.extend(zip((flagged + batch.offset).tolist(), rate[flagged].tolist(), ids))
+        s.rows.extend((flagged + batch.offset).tolist())
+        s.rates.extend(rate[flagged].tolist())
+        s.ids.extend(ids_at(batch, flagged) or [])
         max_examples, chars = state["limit"]
         cand = np.flatnonzero(per_row)
         cand = cand[np.lexsort((cand, -per_row[cand]))][:max_examples]
@@ -152,9 +156,13 @@ class UnknownTokens(Rule):
             rate = s.unknown / s.tokens if s.tokens else 0.0
             result.metric("unknown_rate", rate, Direction.LOWER, split=split)
             result.metric("rows_with_unknown", s.rows_with, Direction.LOWER, split=split)
-            result.flags.extend(
-                Flag(split, r, detail="unknown_tokens", action="review", score=rate, id=row_id)
-                for r, rate, row_id in s.flags
+            result.flags.add(
+                split,
+                np.asarray(s.rows, np.int64),
+                detail="unknown_tokens",
+                action="review",
+                score=np.asarray(s.rates, np.float64),
+                id=s.ids or None,
             )
             if rate > self.max_rate:
                 result.findings.append(
@@ -171,7 +179,7 @@ class UnknownTokens(Rule):
                             ctx.example(split, r, t, unknown_tokens=n, rate=round(rr, 4))
                             for n, r, rr, t in s.worst
                         ],
-                        data={"rate": rate, "rows_flagged": len(s.flags)},
+                        data={"rate": rate, "rows_flagged": len(s.rows)},
                     )
                 )
         return result
