@@ -47,6 +47,13 @@ class FailureSlices(EvalRule):
         error rate, lift, p and q values and wrong rows as examples. Rows that LBL002 doubts
         and whose prediction is the label LBL002 finds likely are reported apart (flagged for
         review): there the label, not the model, may be wrong.
+        With ``depth`` 2 it also searches two-attribute slices (``source = 'forum'`` and
+        length 300-900 tokens): each pair of tested slices from two dimensions whose overlap has
+        at least ``min_size`` rows, at most ``max_pairs`` pairs (those of the highest error rates
+        first). A pair is a finding only when it is worse than either attribute alone: its
+        error rate at least ``min_lift`` times its worse parent's and its excess within that
+        parent significant (one-sided Fisher within the parent; Benjamini–Hochberg over the
+        pairs tested at ``alpha``); so a pair never repeats a single-attribute finding.
 
     Why it matters:
         A model that fails on one source, on long rows or on duplicated rows has learned
@@ -66,6 +73,8 @@ class FailureSlices(EvalRule):
         max_values: columns with more distinct values are not sliced (default 50).
         max_chars: characters of a wrong row's text kept for examples (default 1000).
         max_listed: slices listed in the details, ranked by q-value (default 50).
+        depth: 1 for single-attribute slices only, 2 to add attribute pairs (default 2).
+        max_pairs: most attribute pairs tested (default 5000).
     """
 
     code = "EVAL002"
@@ -84,6 +93,8 @@ class FailureSlices(EvalRule):
         max_values: int = 50,
         max_chars: int = 1000,
         max_listed: int = 50,
+        depth: int = 2,
+        max_pairs: int = 5000,
     ):
         self.alpha = alpha
         self.min_size = min_size
@@ -93,6 +104,14 @@ class FailureSlices(EvalRule):
         self.max_values = max_values
         self.max_chars = max_chars
         self.max_listed = max_listed
+        self.depth = depth
+        self.max_pairs = max_pairs
+
+    def check_options(self) -> None:
+        if int(self.depth) not in (1, 2):
+            raise ValueError(f"depth={self.depth}: 1 (single attributes) or 2 (and pairs)")
+        if int(self.max_pairs) < 0:
+            raise ValueError(f"max_pairs={self.max_pairs} must be >= 0")
 
     # -- finish ------------------------------------------------------------------------------------
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
@@ -172,6 +191,7 @@ class FailureSlices(EvalRule):
             )
         result.metric("failing_slices", found, Direction.LOWER)
         result.metric("slices_tested", len(tested), Direction.NONE)
+        pairs = self._pairs(tested, members, wrong, rate, t, ctx, result) if self.depth == 2 else []
         agreement = self._label_not_model(result, t, ctx)
         result.details = {
             "rows": n,
@@ -180,6 +200,7 @@ class FailureSlices(EvalRule):
             "dimensions": {d: len(v) for d, v in dims.items()},
             "unavailable": unavailable,
             "slices": [_rounded(tested[i]) for i in order[: int(self.max_listed)]],
+            "slice_pairs": pairs[: int(self.max_listed)],
             "unjudged": dict(state["rows"].unjudged),
             "label_not_model": agreement,
         }
@@ -220,6 +241,97 @@ class FailureSlices(EvalRule):
                     f"{distinct} distinct value(s); sliced when 2 to max_values={self.max_values}"
                 )
         return dims, unavailable
+
+    def _pairs(self, tested, members, wrong, rate, t, ctx, result) -> list[dict[str, Any]]:
+        """Two-attribute slices worse than either attribute alone (findings), ranked by q."""
+        from scipy.stats import hypergeom
+
+        n, errors = t.n, int(wrong.sum())
+        # parents: tested slices with an error; the worst first, so a cap keeps the likeliest
+        parents = sorted(
+            (i for i, s in enumerate(tested) if s["wrong"]),
+            key=lambda i: (-tested[i]["error_rate"], tested[i]["dimension"], str(tested[i]["value"])),
+        )  # fmt: skip
+        cands: list[tuple[int, int, int, int]] = []  # parent a, parent b, size, wrong
+        for x, i in enumerate(parents):
+            for j in parents[x + 1 :]:
+                if len(cands) >= int(self.max_pairs):
+                    break
+                if tested[i]["dimension"] == tested[j]["dimension"]:
+                    continue
+                both = members[i] & members[j]
+                m = int(both.sum())
+                if m < int(self.min_size) or m in (tested[i]["size"], tested[j]["size"]):
+                    continue  # too small, or one attribute implies the other here
+                cands.append((i, j, m, int(wrong[both].sum())))
+        result.metric("slice_pairs_tested", len(cands), Direction.NONE)
+        if not cands:
+            result.metric("failing_slice_pairs", 0, Direction.LOWER)
+            return []
+        a, b, m, k = (np.array(c) for c in zip(*cands))
+        # the worse parent: the one the pair must beat
+        worse = np.where(
+            [tested[x]["error_rate"] >= tested[y]["error_rate"] for x, y in zip(a, b)], a, b
+        )
+        pm = np.array([tested[x]["size"] for x in worse])
+        pk = np.array([tested[x]["wrong"] for x in worse])
+        p_within = np.where(k > 0, hypergeom.sf(k - 1, pm, pk, m), 1.0)
+        q = benjamini_hochberg(p_within.tolist())
+        rows = []
+        for c in range(len(cands)):
+            s_rate = k[c] / m[c]
+            parent_rate = pk[c] / pm[c]
+            rest = (errors - k[c]) / (n - m[c])
+            rows.append(
+                {
+                    "slice": " and ".join(sorted(_slice_name(tested[x]) for x in (a[c], b[c]))),
+                    "size": int(m[c]),
+                    "wrong": int(k[c]),
+                    "error_rate": round(float(s_rate), 4),
+                    "rest_error_rate": round(float(rest), 4),
+                    "worse_parent": _slice_name(tested[worse[c]]),
+                    "worse_parent_error_rate": round(float(parent_rate), 4),
+                    "lift_over_parent": round(float(s_rate / parent_rate), 4),
+                    "p": float(f"{p_within[c]:.4g}"),
+                    "q": float(f"{q[c]:.4g}"),
+                    "effect_h": round(float(cohens_h(1 - rest, 1 - s_rate)), 4),
+                    "_c": c,
+                }
+            )
+        rows.sort(key=lambda r: (r["q"], -r["lift_over_parent"], r["slice"]))
+        found = 0
+        for r in rows:
+            c = r.pop("_c")
+            if r["q"] > float(self.alpha) or r["lift_over_parent"] < float(self.min_lift):
+                continue
+            level = grade(
+                r["effect_h"],
+                r["size"],
+                min_effect=float(self.min_effect),
+                large_support=int(self.large_support),
+            )
+            if level is None:
+                continue
+            found += 1
+            both = members[a[c]] & members[b[c]]
+            chosen = np.flatnonzero(both & wrong)[: ctx.max_examples]
+            dims = sorted((tested[x]["dimension"], str(tested[x]["value"])) for x in (a[c], b[c]))
+            result.findings.append(
+                Finding(
+                    message=f"{r['slice']}: error rate {r['error_rate']:.2f} vs "
+                    f"{r['rest_error_rate']:.2f} for the other rows and "
+                    f"{r['worse_parent_error_rate']:.2f} for {r['worse_parent']} alone (lift "
+                    f"{r['lift_over_parent']:.2f} over it, {plural(r['size'], 'row')}, "
+                    f"q={r['q']:.2g}, effect h={r['effect_h']:.2f})",
+                    key="slice2|" + "|".join(f"{d}|{v}" for d, v in dims),
+                    severity=Severity(level),
+                    count=r["wrong"],
+                    examples=[t.example(ctx, int(j)) for j in chosen],
+                    data=dict(r),
+                )
+            )
+        result.metric("failing_slice_pairs", found, Direction.LOWER)
+        return rows
 
     def _label_not_model(
         self, result: RuleResult, t: Table, ctx: AuditContext
