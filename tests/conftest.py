@@ -46,6 +46,12 @@ def compiled_kernels() -> dict[str, int]:
     buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(raw))]
     frozen = pa.Array.from_buffers(pa.large_string(), len(texts), buffers)  # bytes: read-only
     sh, _ = shingle_auto(frozen)
+    from dataaudit.features.normalize import lower_table, tokenizable_rows
+    from dataaudit.sketches.minhash import sketch
+
+    for arr in (frozen, pa.array(texts, pa.large_string())):  # the fused pass, both buffers
+        sketch(arr, table=lower_table(), normalize=tokenizable_rows)
+        sketch(arr, num_perm=0)
     text_hashes(frozen)
     sets, pairs = shingle_sets(sh), np.array([0, 1])
     pair_jaccard(sets, pairs, pairs[::-1], signatures=minhash_signatures(sh), threshold=0.8)

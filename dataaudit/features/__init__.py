@@ -18,6 +18,6 @@ _lazy("chat_turns", "dataaudit.features.chat")
 _lazy("prediction", "dataaudit.features.predictions")
 _lazy("tokens", "dataaudit.features.tokens")
 _lazy("token_lengths", "dataaudit.features.tokens")
-for _name in ("minhash", "shingle_sets", "shingle_unit", "_shingles", "ngram_hashes",
+for _name in ("minhash", "shingle_sets", "shingle_unit", "_shingles", "_sketch", "ngram_hashes",
               "text_snippet", "no_space_script"):  # fmt: skip
     _lazy(_name, "dataaudit.features.minhash")

@@ -11,6 +11,9 @@ LEAK001, LEAK002, LBL001 (conflicting labels among near duplicates) and the mixt
   never groups them. ``unit``: ``"word"``, ``"char"`` or ``"auto"`` (character shingles for rows
   written mostly in a script without spaces, e.g. Chinese, Japanese, Thai; words otherwise).
   A row with fewer than ``ngram`` tokens gets one shingle of all its tokens.
+- All three come from one fused compiled pass over the raw text (the ``_sketch`` feature:
+  lower-casing, tokens, shingles, MinHash and sets per row, no arrays between the steps), with
+  the same values the separate steps give on ``token_text``.
 - ``batch.feature("shingle_sets", ngram=5, unit="word", seed=1)``: each row's 32-bit shingle
   hashes (CSR), for exact Jaccard verification (:func:`dataaudit.sketches.minhash.pair_jaccard`).
 - ``batch.feature("shingle_unit", ngram=5, unit="word", seed=1)``: uint8 per row, 0 = no shingle,
@@ -31,13 +34,14 @@ import pyarrow.compute as pc
 from ..sketches.minhash import (
     Shingles,
     ShingleSets,
+    Sketch,
     cjk_rows,
-    minhash_signatures,
     shingle,
     shingle_auto,
-    shingle_sets,
+    sketch,
 )
 from .base import Batch, register_feature
+from .normalize import lower_table, tokenizable_rows
 
 PUNCT = r"[\p{P}\p{S}]+"
 #: the seed of contamination n-gram hashes: rows (``ngram_hashes``) and benchmark files must agree
@@ -73,31 +77,61 @@ def _shingles_feature(
     return sh, np.where(sh.tokens > 0, code, 0).astype(np.uint8)
 
 
+@register_feature("_sketch")
+def _sketch_feature(
+    batch: Batch, num_perm: int = 128, ngram: int = 5, unit: str = "word", seed: int = 1
+) -> Sketch:
+    """Signatures, shingle sets, units and exact-duplicate keys from one fused compiled pass
+    over the raw text (:func:`dataaudit.sketches.minhash.sketch`): the values the separate
+    steps (``_shingles``, ``minhash_signatures``, ``shingle_sets``) give on ``token_text``.
+    Rows the lower-casing table cannot map (NFKC or casefold specials) are made tokenizable
+    in Python first; a batch whose tokenizable or normalized text is already there uses it."""
+    text = batch.cached("token_text")
+    if text is None:
+        text = batch.cached("normalized")
+    if text is not None:
+        return sketch(text, num_perm, ngram, unit, seed)
+    return sketch(
+        batch.feature("text"),
+        num_perm,
+        ngram,
+        unit,
+        seed,
+        table=lower_table(),
+        normalize=tokenizable_rows,
+    )
+
+
+def _shingled(batch: Batch, ngram: int, unit: str, seed: int) -> Sketch:
+    """A sketch of the batch with these shingle parameters, whatever its ``num_perm``: the one
+    already computed, or one without signatures."""
+    for done in batch.cached_any("_sketch"):
+        if done.params == (ngram, unit, seed):
+            return done
+    return batch.feature("_sketch", num_perm=0, ngram=ngram, unit=unit, seed=seed)
+
+
 @register_feature("minhash")
 def minhash_feature(
     batch: Batch, num_perm: int = 128, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> np.ndarray:
-    if unit == "auto" and not _no_spaces(batch).any():  # share the word signatures
-        return batch.feature("minhash", num_perm=num_perm, ngram=ngram, unit="word", seed=seed)
-    sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
-    return minhash_signatures(sh, num_perm, seed)
+    if num_perm < 1:
+        raise ValueError(f"num_perm={num_perm}: must be >= 1")
+    return batch.feature("_sketch", num_perm=num_perm, ngram=ngram, unit=unit, seed=seed).signatures
 
 
 @register_feature("shingle_sets")
 def shingle_sets_feature(
     batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> ShingleSets:
-    if unit == "auto" and not _no_spaces(batch).any():
-        return batch.feature("shingle_sets", ngram=ngram, unit="word", seed=seed)
-    sh, _ = batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)
-    return shingle_sets(sh)
+    return _shingled(batch, ngram, unit, seed).sets
 
 
 @register_feature("shingle_unit")
 def shingle_unit_feature(
     batch: Batch, ngram: int = 5, unit: str = "word", seed: int = 1
 ) -> np.ndarray:
-    return batch.feature("_shingles", ngram=ngram, unit=unit, seed=seed)[1]
+    return _shingled(batch, ngram, unit, seed).unit
 
 
 def ngram_hashes(normalized: pa.Array, ngram: int) -> Shingles:

@@ -243,6 +243,92 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     return out
 
 
+CASED_LIMIT = 0x20000  #: no character from here has a lower-case mapping (Unicode 15)
+
+
+@lru_cache(maxsize=1)
+def lower_table() -> np.ndarray:
+    """What :func:`tokenizable_array` does to each character that is not ASCII, as a table for
+    the fused shingling pass (``dataaudit.sketches.minhash.sketch``): int32 per code point below
+    ``RAW_LIMIT``, Arrow's lower-case of the character where that is all it does, else -1.
+
+    -1 marks the characters that take another path there: those NFKC can change (or that
+    NFKC can combine with a neighbour), the casefold specials and Unicode whitespace (Python's
+    path), characters Arrow lower-cases to more than one character or to an ASCII separator,
+    and surrogates. Arrow's lower-casing is context-free, so mapping each character is the
+    same as lower-casing the row. Built once per process from Arrow itself (~10 ms); code
+    points from ``CASED_LIMIT`` (CJK ideographs of planes 2 and 3) have no case and map to
+    themselves (tests/features check that Arrow agrees).
+    """
+    from ..sketches.kernels import RAW_LIMIT, SEPARATOR
+    from .unicode_table import special_ranges
+
+    cps = np.arange(0x80, CASED_LIMIT, dtype=np.int64)
+    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
+    blob = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    sizes = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+    offsets = np.zeros(len(cps) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    chars = pa.Array.from_buffers(
+        STRING, len(cps), [None, pa.py_buffer(offsets), pa.py_buffer(blob)]
+    )
+    lowered = pc.utf8_lower(chars)
+    counted = pc.utf8_length(lowered)  # (to_numpy() would import pandas: 0.2 s)
+    lengths = np.frombuffer(counted.buffers()[1], np.int64, len(cps), counted.offset)
+    ends = lowered.buffers()[1]
+    size = int(np.frombuffer(ends, np.int64, len(cps) + 1)[-1])
+    points = np.frombuffer(
+        bytes(lowered.buffers()[2])[:size].decode("utf-8").encode("utf-32-le"), "<u4"
+    )
+    first = np.zeros(len(cps) + 1, np.int64)
+    np.cumsum(lengths, out=first[1:])
+    mapped = points[np.minimum(first[:-1], len(points) - 1)].astype(np.int64)
+    ok = (lengths == 1) & ~((mapped < 0x80) & SEPARATOR[np.minimum(mapped, 0xFF)])
+    table = np.full(RAW_LIMIT, -1, np.int32)
+    table[CASED_LIMIT:] = np.arange(CASED_LIMIT, RAW_LIMIT)  # no case mappings there
+    table[cps[ok]] = mapped[ok]
+    for lo, hi in (*_nfkc_unstable_ranges(), *special_ranges()):
+        table[lo : hi + 1] = -1
+    return table
+
+
+@lru_cache(maxsize=1)
+def _special_re():  # noqa: ANN202
+    import re
+
+    from .unicode_table import special_ranges
+
+    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in special_ranges()) + "]")
+
+
+def tokenizable_text(s: str) -> str:
+    """:func:`tokenizable_array` of one row, in Python: NFKC, then Arrow's lower-casing (the
+    same as casefold on every character but the specials), or :func:`normalize_text` if the
+    NFKC text holds a casefold special."""
+    t = unicodedata.normalize("NFKC", s)
+    return normalize_text(s) if _special_re().search(t) else t.casefold()
+
+
+def string_array(texts: list[str | None]) -> pa.Array:
+    """A large_string array from Python strings, built from its buffers (``pa.array`` of a
+    list imports pandas when it is installed: 0.2 s of start-up)."""
+    blobs = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
+    offsets = np.zeros(len(blobs) + 1, np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    validity = None
+    if any(t is None for t in texts):
+        validity = pa.py_buffer(np.packbits([t is not None for t in texts], bitorder="little"))
+    return pa.Array.from_buffers(
+        STRING, len(blobs), [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))]
+    )
+
+
+def tokenizable_rows(arr: pa.Array) -> pa.Array:
+    """:func:`tokenizable_array` of a few rows, in Python (no per-call regex compilation):
+    what the fused shingling pass applies to the rows its lower-casing table cannot map."""
+    return string_array([None if t is None else tokenizable_text(t) for t in arr.to_pylist()])
+
+
 def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Text with the same tokens as :func:`normalize_array`, for less work.
 

@@ -183,6 +183,8 @@ def normalized_hash_feature(batch: Batch, view: str = "text") -> np.ndarray:
     from ..sketches.minhash import text_hashes
 
     if view == "text":  # shingling computes the same keys from the same tokens: reuse them
+        for done in batch.cached_any("_sketch"):
+            return done.text_hashes
         for shingles, _ in batch.cached_any("_shingles"):
             return shingles.text_hashes
     return text_hashes(batch.feature("token_text", view=view))

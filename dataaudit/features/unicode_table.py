@@ -117,11 +117,17 @@ def build_ranges() -> tuple[tuple[int, int], ...]:
 
 
 @lru_cache(maxsize=1)
-def special_class() -> str:
-    """An RE2 character class matching the characters that need the Python path."""
+def special_ranges() -> tuple[tuple[int, int], ...]:
+    """The code point ranges of the characters that need the Python path."""
     import pyarrow as pa
 
-    ranges = RANGES if (pa.__version__, unicodedata.unidata_version) == VERSIONS else build_ranges()
+    return RANGES if (pa.__version__, unicodedata.unidata_version) == VERSIONS else build_ranges()
+
+
+@lru_cache(maxsize=1)
+def special_class() -> str:
+    """An RE2 character class matching the characters that need the Python path."""
+    ranges = special_ranges()
     parts = [f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges]
     return "[" + "".join(parts) + "]"
 

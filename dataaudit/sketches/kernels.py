@@ -465,3 +465,231 @@ def component_labels(n, a, b):
         if size[parent[i]] > 1:
             out[i] = parent[i]
     return out
+
+
+# -- the fused pass: raw text -> tokens -> shingles -> MinHash + shingle sets, one row at a time --
+# (the passes above, with no per-token or per-shingle arrays between them; the same hashes)
+RAW_LIMIT = 0x32400  #: code points the lower-casing table of the fused pass covers
+
+
+@kernel()
+def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps, hits, status):
+    """For rows ``lo:hi``: word tokens, character tokens (non-separator code points), code
+    points, code points with ``in_script``, and the row's status: 0 ASCII, 1 not ASCII, 2 (if
+    ``mapped``) a character without a lower-case mapping in ``table`` (``< 0``: the caller
+    normalizes such rows itself). With ``mapped``, script membership is that of the mapped
+    character, as in the normalized text."""
+    size = len(in_script)
+    tsize = len(table)
+    for r in range(lo, hi):
+        i, end = offsets[r], offsets[r + 1]
+        w = 0
+        c = 0
+        n = 0
+        s = 0
+        st = 0
+        prev = True
+        while i < end:
+            b = buf[i]
+            if b < 0x80:
+                space = SEPARATOR[b]
+                w += (not space) & prev
+                c += not space
+                prev = space
+                n += 1
+                i += 1
+                continue
+            cp, step = _decode(buf, i, end)
+            w += prev
+            prev = False
+            c += 1
+            n += 1
+            m = cp
+            if mapped:
+                m = table[cp] if cp < tsize else -1
+            if m < 0:
+                st = 2
+            else:
+                st = max(st, 1)
+                if m < size and in_script[m]:
+                    s += 1
+            i += step
+        words[r] = w
+        chars[r] = c
+        cps[r] = n
+        hits[r] = s
+        status[r] = st
+
+
+@kernel(inline="always")
+def _feed(h, w, shift, b):
+    """One byte into a token hash's state (h: folded words, w: the word being filled)."""
+    if shift == U64(64):
+        h = _mix(h ^ w)
+        w = U64(0)
+        shift = U64(0)
+    w |= U64(b) << shift
+    return h, w, shift + U64(8)
+
+
+@kernel(inline="always")
+def _utf8(cp):
+    """(UTF-8 bytes of ``cp`` packed little-endian, byte count)."""
+    if cp < 0x80:
+        return U64(cp), 1
+    if cp < 0x800:
+        return U64(0xC0 | (cp >> 6)) | (U64(0x80 | (cp & 0x3F)) << U64(8)), 2
+    if cp < 0x10000:
+        return (
+            U64(0xE0 | (cp >> 12))
+            | (U64(0x80 | ((cp >> 6) & 0x3F)) << U64(8))
+            | (U64(0x80 | (cp & 0x3F)) << U64(16))
+        ), 3
+    return (
+        U64(0xF0 | (cp >> 18))
+        | (U64(0x80 | ((cp >> 12) & 0x3F)) << U64(8))
+        | (U64(0x80 | ((cp >> 6) & 0x3F)) << U64(16))
+        | (U64(0x80 | (cp & 0x3F)) << U64(24))
+    ), 4
+
+
+@kernel(inline="always")
+def _char(buf, i, end, raw, table):
+    """(bytes of the character at ``i`` as the tokenizer sees it, packed little-endian; their
+    count; the character's length in ``buf``): ASCII lower-cased, other characters mapped by
+    ``table`` in a raw row, else as they are."""
+    b = buf[i]
+    if b < 0x80:
+        return U64(LOWER[b]), 1, 1
+    if raw:
+        cp, step = _decode(buf, i, end)
+        packed, n = _utf8(table[cp])
+        return packed, n, step
+    packed = U64(b)
+    n = 1
+    i += 1
+    while i < end and (buf[i] & 0xC0) == 0x80:
+        packed |= U64(buf[i]) << U64(8 * n)
+        n += 1
+        i += 1
+    return packed, n, n
+
+
+@kernel(inline="always")
+def _emit(h, r, k, sig, values, o, top):
+    """A shingle hash into its row's MinHash bin (``k`` bins; none if ``k == 0``) and into the
+    shingle set (its top 32 bits)."""
+    values[o] = np.uint32(h >> U64(32))
+    if k > 0:
+        b = ((h >> U64(32)) * U64(k)) >> U64(32)
+        v = np.uint32(min(h & U64(0xFFFFFFFF), top))
+        if v < sig[r, b]:
+            sig[r, b] = v
+
+
+@kernel()
+def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, whole_short,
+                gn, set_offsets, sig, probes, sentinel, empty, keys, values):  # fmt: skip
+    """Rows ``lo:hi`` of raw (``raw[r]``: map non-ASCII characters by ``table``) or
+    tokenizable text, in one pass: the token hashes of :func:`hash_tokens`, the shingle hashes
+    of :func:`hash_shingles` (a rolling form of the same polynomial: ``gn = GOLDEN**ngram``),
+    each shingle's top 32 bits into ``values`` from ``set_offsets[r]`` (in order, as
+    ``shingle_sets``), its MinHash bin into ``sig`` (:func:`minhash_bins`, then
+    :func:`densify` of the row), and the row's exact-duplicate key (the word sequence's hash, for
+    char rows too) into ``keys``."""
+    k = sig.shape[1]
+    top = U64(0xFFFFFFFE)
+    ring = np.zeros(ngram, U64)
+    orig = np.empty(k, np.uint32)
+    for r in range(lo, hi):
+        i, end = offsets[r], offsets[r + 1]
+        is_raw = raw[r]
+        char = char_rows[r]
+        o = set_offsets[r]
+        for q in range(ngram):
+            ring[q] = U64(0)
+        p = 0
+        acc = U64(0)
+        c = 0
+        rowh = ROW_SEED
+        words = 0
+        # the word being read (char rows too: their key is their word sequence's)
+        wh = U64(0)
+        ww = U64(0)
+        wshift = U64(0)
+        wn = 0
+        while i <= end:
+            if i == end or (buf[i] < 0x80 and SEPARATOR[buf[i]]):
+                if wn > 0:
+                    wt = _mix(wh ^ ww ^ (U64(wn) << U64(56)) ^ TOKEN_SEED)
+                    rowh = _mix(rowh ^ wt)
+                    words += 1
+                    if not char:  # a word token
+                        acc = acc * GOLDEN + wt - ring[p] * gn
+                        ring[p] = wt
+                        p = p + 1 if p + 1 < ngram else 0
+                        c += 1
+                        if c >= ngram:
+                            _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
+                            o += 1
+                    wh = U64(0)
+                    ww = U64(0)
+                    wshift = U64(0)
+                    wn = 0
+                i += 1
+                continue
+            b = buf[i]
+            if b < 0x80 and not char:  # the common case: an ASCII byte of a word
+                wh, ww, wshift = _feed(wh, ww, wshift, U64(LOWER[b]))
+                wn += 1
+                i += 1
+                continue
+            packed, n, step = _char(buf, i, end, is_raw, table)
+            for q in range(n):
+                wh, ww, wshift = _feed(wh, ww, wshift, (packed >> U64(8 * q)) & U64(0xFF))
+            wn += n
+            i += step
+            if char:  # a character token
+                t = _mix(packed ^ (U64(n) << U64(56)) ^ TOKEN_SEED)
+                acc = acc * GOLDEN + t - ring[p] * gn
+                ring[p] = t
+                p = p + 1 if p + 1 < ngram else 0
+                c += 1
+                if c >= ngram:
+                    _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
+                    o += 1
+        if 0 < c < ngram and whole_short:  # one shingle of all tokens, zero-padded
+            for _ in range(ngram - c):
+                acc = acc * GOLDEN
+            _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
+            o += 1
+        keys[r] = _row_key(rowh, words, empty)
+        if k > 0:
+            _densify_row(sig[r], orig, probes, sentinel)
+    return keys
+
+
+@kernel(inline="always")
+def _densify_row(row, orig, table, sentinel):
+    """:func:`densify` of one row."""
+    k = len(row)
+    empty = 0
+    for j in range(k):
+        empty += row[j] == sentinel
+    if empty == 0 or empty == k:
+        return
+    orig[:] = row
+    for j in range(k):
+        if orig[j] != sentinel:
+            continue
+        src = -1
+        for t in range(table.shape[0]):
+            if orig[table[t, j]] != sentinel:
+                src = table[t, j]
+                break
+        d = 1
+        while src < 0:
+            if orig[(j + d) % k] != sentinel:
+                src = (j + d) % k
+            d += 1
+        row[j] = orig[src]

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..memory import concatenate
-from .hashing import mix64
+from .hashing import GOLDEN, mix64
 
 __all__ = [
     "SENTINEL",
@@ -417,3 +417,105 @@ def shingle_auto(
     sh = shingle_rows(arr, cjk, ngram, seed)
     unit = np.where(sh.tokens > 0, np.where(cjk, 2, 1), 0).astype(np.uint8)
     return sh, unit
+
+
+@dataclass
+class Sketch:
+    """A batch's near-duplicate features from one fused pass (:func:`sketch`): the same values
+    as :func:`shingle_auto` / :func:`shingle_rows`, :func:`minhash_signatures` and
+    :func:`shingle_sets` give, without the per-token and per-shingle arrays between them."""
+
+    signatures: np.ndarray  # uint32 (rows, num_perm); (rows, 0) when num_perm == 0
+    sets: ShingleSets
+    tokens: np.ndarray  # int64 tokens per row
+    unit: np.ndarray  # uint8 per row: 0 no shingle, 1 word shingles, 2 character shingles
+    text_hashes: np.ndarray  # uint64 per row, as text_hashes()
+    params: tuple  # (ngram, unit, seed): what the shingles depend on (not num_perm)
+
+
+def _row_stats(arr: pa.Array, table: np.ndarray | None) -> tuple:
+    from .kernels import scan_rows
+
+    offsets, data = text_bytes(arr)
+    n = len(arr)
+    words, chars, cps, hits = (np.empty(n, np.int64) for _ in range(4))
+    status = np.empty(n, np.uint8)
+    mapped = table is not None
+    table = table if mapped else np.zeros(0, np.int32)
+    script = _no_space_table()
+    _map(
+        lambda lo, hi: scan_rows(
+            data, offsets, lo, hi, mapped, table, script, words, chars, cps, hits, status
+        ),
+        _ranges(n),
+    )
+    return offsets, data, words, chars, (hits > 0) & (hits * 10 >= cps * 3), status
+
+
+def sketch(
+    arr: pa.Array | pa.ChunkedArray,
+    num_perm: int = 128,
+    ngram: int = 5,
+    unit: str = "auto",
+    seed: int = 1,
+    *,
+    table: np.ndarray | None = None,
+    normalize=None,
+) -> Sketch:
+    """Shingles, MinHash signatures, shingle sets and exact-duplicate keys of a batch in one
+    compiled pass per row (two threads on a large batch), equal to what the separate steps give
+    on the tokenizable text.
+
+    ``arr`` is tokenizable text (``table=None``), or raw text with ``table`` (int32 per code
+    point: the lower-case mapping that tokenizable text applies to it, ``-1`` where more than a
+    mapping is needed: NFKC, casefold specials; see
+    ``dataaudit.features.normalize.lower_table``) and ``normalize`` (raw text -> tokenizable
+    text), which is applied only to the rows holding a character without a mapping. ASCII rows
+    are never copied. ``unit``: "word", "char" or "auto" (as :func:`shingle_auto`).
+    """
+    from .kernels import sketch_rows
+
+    if unit not in ("word", "char", "auto"):
+        raise ValueError(f"unit={unit!r}: use 'word', 'char' or 'auto'")
+    if ngram < 1 or num_perm < 0:
+        raise ValueError(f"ngram={ngram}, num_perm={num_perm}: must be >= 1 and >= 0")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    n = len(arr)
+    offsets, data, words, chars, cjk, status = _row_stats(arr, table)
+    raw = np.full(n, table is not None)
+    redo = np.flatnonzero(status == 2) if table is not None else np.zeros(0, np.int64)
+    if len(redo):  # rows needing more than a mapping: their tokenizable text, scanned as such
+        mask = np.zeros(n, bool)
+        mask[redo] = True
+        fixed = normalize(arr.take(pa.array(redo))).cast(pa.large_string())
+        _, _, w2, c2, cjk2, _ = _row_stats(fixed, None)
+        words[redo], chars[redo], cjk[redo], raw[redo] = w2, c2, cjk2, False
+        arr = pc.replace_with_mask(arr, pa.array(mask), fixed)
+        offsets, data = text_bytes(arr)
+    if unit != "auto":
+        cjk = np.full(n, unit == "char")
+    tokens = np.where(cjk, chars, words)
+    per_row = np.where(tokens >= ngram, tokens - ngram + 1, (tokens > 0).astype(np.int64))
+    set_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(per_row, out=set_offsets[1:])
+    sig = np.full((n, num_perm), SENTINEL, np.uint32)
+    values = np.empty(int(set_offsets[-1]), np.uint32)
+    keys = np.empty(n, U64)
+    seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
+    gn = U64(pow(int(GOLDEN), ngram, 1 << 64))  # the rolling shingle hash drops t * GOLDEN**ngram
+    probes = _probe_table(max(num_perm, 1), seed)
+    table = table if table is not None else np.full(1, -1, np.int32)
+    rest = (raw, cjk, table, ngram, seed_mix, True, gn, set_offsets, sig, probes, SENTINEL)
+    rest += (EMPTY_HASH, keys, values)
+    _map(lambda lo, hi: sketch_rows(data, offsets, lo, hi, *rest), _ranges(n))
+    code = np.where(cjk, 2, 1).astype(np.uint8)
+    return Sketch(
+        sig,
+        ShingleSets(set_offsets, values),
+        tokens,
+        np.where(tokens > 0, code, 0).astype(np.uint8),
+        _nulls_to(keys, arr),
+        (ngram, unit, seed),
+    )

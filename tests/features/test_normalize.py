@@ -109,5 +109,50 @@ def test_normalized_hash_groups_rows_exactly_as_normalize_text():
     # shingling computes the same keys on the way; a batch that shingled first reuses them
     again = Batch("train", batch.data, 0, Roles(text="text"))
     again.feature("minhash", unit="auto")
-    assert again.cached_any("_shingles") and again.feature("normalized_hash").tolist() == hashes
+    assert again.cached_any("_sketch") and again.feature("normalized_hash").tolist() == hashes
+    assert again.cached("token_text") is None  # the fused pass read the raw text
     assert len({hashes[-3], hashes[-2]}) == 2 and hashes[-1] == hashes[-3]
+
+
+def test_the_lower_table_maps_characters_as_tokenizable_array_does():
+    """Each character the fused shingling pass maps (table >= 0) comes out of
+    tokenizable_array as its mapping, alone and inside rows (Arrow's lower-casing is
+    context-free); above CASED_LIMIT Arrow maps every character to itself."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from dataaudit.features.normalize import (
+        CASED_LIMIT,
+        lower_table,
+        string_array,
+        tokenizable_array,
+    )
+    from dataaudit.sketches.kernels import RAW_LIMIT
+
+    table = lower_table()
+    assert len(table) == RAW_LIMIT
+    cps = np.flatnonzero(table >= 0)
+    cps = cps[cps >= 0x80]
+    chars = [chr(c) for c in cps.tolist()]
+    got = tokenizable_array(string_array(chars)).to_pylist()
+    assert got == [chr(table[c]) for c in cps.tolist()]
+    rng = random.Random(1)
+    rows = ["".join(rng.choice(chars) for _ in range(40)) for _ in range(300)]
+    want = ["".join(chr(table[ord(c)]) for c in r) for r in rows]
+    assert tokenizable_array(string_array(rows)).to_pylist() == want
+    high = [chr(c) for c in range(CASED_LIMIT, RAW_LIMIT)]
+    assert pc.utf8_lower(string_array(high)).to_pylist() == high
+    # what it leaves to Python: NFKC, casefold specials, Unicode whitespace
+    for c in ("ß", "\u00a0", "\u3000", "ﬁ", "，", "e\u0301"[1], "\u212a", "İ"):
+        assert table[ord(c)] == -1, c
+
+
+def test_tokenizable_rows_equals_tokenizable_array_on_text_that_is_not_ascii():
+    from dataaudit.features.normalize import string_array, tokenizable_array, tokenizable_rows
+
+    rng = random.Random(2)
+    rows = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 30))) for _ in range(2000)]
+    rows = [r + "é" for r in rows] + [None]
+    arr = string_array(rows)
+    assert arr.to_pylist() == rows
+    assert tokenizable_rows(arr).to_pylist() == tokenizable_array(arr).to_pylist()

@@ -214,3 +214,73 @@ def test_loading_the_kernels_does_not_import_scipy_linalg():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+SPECIALS = ["Straße", "ΣΑΣ", "ﬁne", "Ｆｕｌｌ", "İstanbul", "\u00a0", "\u1680", "e\u0301", "K\u212a",
+            "𐐀", "\U00020000", "，", "²", "™", "Ⅸ", "\u3000", "…", "ǅ", "ẞ", "\u0130", "ß"]  # fmt: skip
+
+
+def _separate_steps(arr, unit, num_perm, ngram, seed):
+    """What the features computed before the fused pass: tokenizable text, then shingles,
+    signatures, sets and keys, each its own pass."""
+    from dataaudit.features.normalize import tokenizable_array
+    from dataaudit.sketches.minhash import shingle_auto, shingle_sets
+
+    tt = tokenizable_array(arr)
+    if unit == "auto":
+        sh, units = shingle_auto(tt, ngram, seed)
+    else:
+        sh = shingle(tt, ngram, unit, seed)
+        units = np.where(sh.tokens > 0, 1 if unit == "word" else 2, 0)
+    sig = minhash_signatures(sh, num_perm, seed) if num_perm else np.zeros((len(arr), 0))
+    return sig, shingle_sets(sh), sh.tokens, units, sh.text_hashes
+
+
+def test_the_fused_sketch_equals_the_separate_steps():
+    """sketch(): one compiled pass per row over raw text (non-ASCII characters mapped by the
+    lower-casing table, rows it cannot map normalized in Python) or tokenizable text, with
+    the same signatures, shingle sets, token counts, units and exact-duplicate keys."""
+    from dataaudit.features.normalize import lower_table, tokenizable_array, tokenizable_rows
+    from dataaudit.sketches.minhash import sketch
+
+    rng = random.Random(3)
+    pieces = ["a", "Longer", "EXACTLY8", "a-very-long-Token" * 3, "é", "É", "日本語", "中文文本"]
+    pieces += ["😀", "ก", *SPECIALS]
+    rows = [
+        rng.choice(["", " ", "\t"]).join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        for _ in range(1500)
+    ] + [None, "", " \t "]
+    arr = pa.array(rows, pa.large_string())
+    for unit in ("auto", "word", "char"):
+        for num_perm, ngram in ((64, 5), (16, 1), (0, 3)):
+            want = _separate_steps(arr, unit, num_perm, ngram, 7)
+            for got in (
+                sketch(
+                    arr, num_perm, ngram, unit, 7, table=lower_table(), normalize=tokenizable_rows
+                ),
+                sketch(tokenizable_array(arr), num_perm, ngram, unit, 7),
+            ):
+                assert got.signatures.shape == (len(rows), num_perm)
+                if num_perm:
+                    assert (got.signatures == want[0]).all(), (unit, ngram)
+                assert got.sets.offsets.tolist() == want[1].offsets.tolist()
+                assert got.sets.values.tolist() == want[1].values.tolist(), (unit, ngram)
+                assert got.tokens.tolist() == want[2].tolist()
+                assert got.unit.tolist() == want[3].tolist()
+                assert got.text_hashes.tolist() == want[4].tolist()
+
+
+def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkeypatch):
+    from dataaudit.features.normalize import lower_table, tokenizable_rows
+    from dataaudit.sketches import minhash
+
+    rows = _rows(9, 600) + SPECIALS * 5
+    arr = pa.array(rows, pa.large_string())
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 10**9)
+    one = minhash.sketch(arr, table=lower_table(), normalize=tokenizable_rows)
+    monkeypatch.setattr(minhash, "THREAD_ROWS", 10)
+    monkeypatch.setattr(minhash.os, "cpu_count", lambda: 2)
+    two = minhash.sketch(arr, table=lower_table(), normalize=tokenizable_rows)
+    assert (one.signatures == two.signatures).all()
+    assert (one.sets.values == two.sets.values).all()
+    assert (one.text_hashes == two.text_hashes).all()
