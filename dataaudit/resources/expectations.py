@@ -230,6 +230,13 @@ def suite_from_report(report: dict[str, Any]) -> dict[str, Any]:
             "DUP001: no exact duplicates",
             "warning",
         )
+    if "DUP002" in results:
+        add(
+            "expect_column_values_to_be_null",
+            {"column": "near_duplicate_cluster"},
+            "DUP002: no near duplicates",
+            "warning",
+        )
     mix = results.get("MIX001", {}).get("options") or {}
     if isinstance(mix.get("recipe"), dict) and mix["recipe"]:
         add(

@@ -27,7 +27,8 @@ from .._origin import check_origin, state_origin
 
 #: the derived columns, in table order (dataset columns follow under their own names)
 DERIVED = (
-    "split", "row", "char_length", "token_length", "label", "source", "duplicate_cluster", "flags",
+    "split", "row", "char_length", "token_length", "label", "source", "duplicate_cluster",
+    "near_duplicate_cluster", "flags",
 )  # fmt: skip
 #: the rules whose row flags the table's ``flags`` column lists (those that ran)
 FLAGGING = ("TXT001", "TXT002", "TXT003", "FMT001", "FMT002", "FMT003", "FMT004", "DUP001",
@@ -56,7 +57,8 @@ class ExpectationSuite(Rule):
         the text view), ``token_length`` (tokenizer tokens, or words without one; chats through
         the chat template when it has one, as LEN001 measures them), ``label``, ``source``,
         ``duplicate_cluster`` (the first row of the row's exact-duplicate group in its split,
-        null for a row without duplicates), ``flags`` (the codes of the rules that flag the row,
+        null for a row without duplicates), ``near_duplicate_cluster`` (the row's DUP002
+        cluster id when DUP002 ran and flags it, else null), ``flags`` (the codes of the rules that flag the row,
         comma-separated, null for none; those rules finish first) and the dataset's scalar
         columns under their own names. Runs the ``suite`` (GX 1.x JSON, e.g. from ``dataaudit gx-suite report.json``)
         on it and folds each expectation that fails into a finding: the expectation, how many
@@ -151,10 +153,17 @@ class ExpectationSuite(Rule):
         return {**a, "splits": a["splits"].merge(b["splits"])}
 
     # -- finish -----------------------------------------------------------------------------------
-    def table(self, state: dict[str, Any], flagged: dict[Any, set[str]] | None = None) -> pa.Table:
+    def table(
+        self,
+        state: dict[str, Any],
+        flagged: dict[Any, set[str]] | None = None,
+        near: dict[Any, str] | None = None,
+    ) -> pa.Table:
         """The per-row feature table of all splits (split order, then row order); ``flagged``:
-        (split, row) -> the codes of the rules that flag it."""
+        (split, row) -> the codes of the rules that flag it; ``near``: (split, row) -> its
+        DUP002 cluster."""
         flagged = flagged or {}
+        near = near or {}
         parts = []
         for split, r in state["splits"].items():
             n = len(r.row)
@@ -166,6 +175,9 @@ class ExpectationSuite(Rule):
                 "label": pa.array([None if v is None else str(v) for v in r.label], pa.string()),
                 "source": pa.array([None if v is None else str(v) for v in r.source], pa.string()),
                 "duplicate_cluster": _clusters(r.row, r.hash),
+                "near_duplicate_cluster": pa.array(
+                    [near.get((split, x)) for x in r.row], pa.string()
+                ),
                 "flags": pa.array(
                     [
                         ",".join(sorted(flagged[(split, x)])) if (split, x) in flagged else None
@@ -185,10 +197,13 @@ class ExpectationSuite(Rule):
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         result = RuleResult()
         flagged: dict[Any, set[str]] = {}
+        near: dict[Any, str] = {}
         for code, done in (getattr(ctx, "results", None) or {}).items():
             for f in done.flags:
                 flagged.setdefault((f.split, f.row), set()).add(code)
-        table = self.table(state, flagged)
+                if code == "DUP002" and f.group is not None:
+                    near.setdefault((f.split, f.row), str(f.group))
+        table = self.table(state, flagged, near)
         result.details["columns"] = table.column_names
         result.details["token_unit"] = state["unit"]
         if state["template"]:

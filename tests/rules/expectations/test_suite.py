@@ -121,7 +121,7 @@ def test_failed_rows_are_flagged_for_review(gx_run):
 
 def test_the_exported_table_has_the_derived_features(gx_run):
     table = pq.read_table(gx_run["export"])
-    assert table.column_names[:8] == [
+    assert table.column_names[:9] == [
         "split",
         "row",
         "char_length",
@@ -129,8 +129,10 @@ def test_the_exported_table_has_the_derived_features(gx_run):
         "label",
         "source",
         "duplicate_cluster",
+        "near_duplicate_cluster",
         "flags",
     ]
+    assert table.column("near_duplicate_cluster").null_count == 360  # DUP002 did not run
     assert table.num_rows == 360
     rows = [r for r in table.to_pylist() if r["split"] == "train"]
     clusters = {
@@ -227,3 +229,26 @@ def test_gx_suite_keeps_the_train_label_set(ground_truth):
     labels = next(e for e in suite["expectations"] if e["kwargs"].get("column") == "label")
     assert labels["kwargs"]["value_set"] == ["computers", "food", "literature", "python", "science"]
     assert labels["severity"] == "warning"
+
+
+def test_the_table_names_each_rows_near_duplicate_cluster(tmp_path, ground_truth):
+    # no suite, no Great Expectations: the table alone, exported
+    export = tmp_path / "features.parquet"
+    report = audit(CHAT, select=["DUP002", "GX001"], rules={"GX001": {"export": str(export)}})
+    table = {
+        (r["split"], r["row"]): r["near_duplicate_cluster"]
+        for r in pq.read_table(export).to_pylist()
+        if r["near_duplicate_cluster"] is not None
+    }
+    flags = report.flags().filter(code="DUP002").to_dicts()
+    assert table == {(f["split"], f["row"]): f["cluster"] for f in flags}
+    assert table[("train", 235)] == table[("train", 258)]  # a planted near-duplicate pair
+
+
+def test_gx_suite_expects_no_near_duplicates_when_dup002_ran():
+    report = audit(CHAT, select=["DUP002"])
+    suite = suite_from_report(report.to_dict())
+    near = [
+        e for e in suite["expectations"] if e["kwargs"].get("column") == "near_duplicate_cluster"
+    ]
+    assert [e["type"] for e in near] == ["expect_column_values_to_be_null"]
