@@ -17,7 +17,7 @@ import dataclasses
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -223,14 +223,20 @@ def iter_jsonl(
     block_bytes: int | None = None,
     on_bad_lines: str = "error",
     log: InputLog | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """JSON Lines in newline-aligned blocks: pyarrow's parser, Python's on a block it rejects."""
+    first_line: int = 0,
+    schema: pa.Schema | None = None,
+) -> Generator[pa.RecordBatch, None, pa.Schema | None]:
+    """JSON Lines in newline-aligned blocks: pyarrow's parser, Python's on a block it rejects.
+
+    A part of a file (the Ray engine's workers read byte ranges of one) reads as the whole
+    file's reader would, given ``first_line`` (lines before it) and ``schema`` (the columns
+    pyarrow typed from the file's first block it parsed, or None); returns that schema after
+    the part."""
     import pyarrow.json as pj
 
     bad = _BadLines(path, on_bad_lines, log)
     block_bytes = block_bytes or BLOCK_BYTES
-    schema: pa.Schema | None = None
-    line_no = 0  # lines before the current block
+    line_no = first_line  # lines before the current block
     key = _file_key(path, block_bytes)
     peeked = _resume(key)
     first_block: _Resume | None = None  # kept if this reader is stopped early
@@ -299,6 +305,7 @@ def iter_jsonl(
             if first_block is not None:
                 _PEEKED[:] = [first_block]
             raise
+    return schema
 
 
 def _block_python(
