@@ -8,9 +8,10 @@ A rule opts in with ``keyed = True`` and three methods (DUP001 is the first buil
   already a hash) with the row id (column ``row``, int64) and a small payload (any other
   columns). Runs on the workers, right after ``update`` (the state is there for the settings
   ``start`` put in it, e.g. the report's example length; emit must not change it).
-- ``edges(part) -> pa.Table | None``: all emitted rows of one partition (every key with
-  ``key % partitions == p``), the engine's ``split`` column added, sorted by (key, split, row) so
-  the order never depends on how the input was cut. Returns candidate pairs the rule verified,
+- ``edges(part) -> pa.Table | None``: the emitted rows of one partition (keys with
+  ``key % partitions == p``) that share their key with another row (a row alone with its key
+  meets no one), the engine's ``split`` column added, sorted by (key, split, row) so the order
+  never depends on how the input was cut. Returns candidate pairs the rule verified,
   columns ``split_a, row_a, split_b, row_b``. Runs where the partition is.
 - ``finish_keyed(state, clusters, ctx) -> RuleResult``: instead of ``finish``; ``clusters`` are
   the connected components of all edges, each a sorted list of (split, row), ordered by first
@@ -25,6 +26,24 @@ A rule opts in with ``keyed = True`` and three methods (DUP001 is the first buil
 The shuffle is ``key % partitions``: on disk in the local engine (:class:`DiskSpill`, one Arrow
 stream per rule and partition and writer, memory bounded by a batch), through the object store
 on Ray (:class:`MemorySpill` per fold task, one return value per rule and partition).
+
+Verification where the data is (a second hop). A rule whose candidates need more of each row
+than its keys carry (DUP002: signatures and shingle sets, ~2 KB a row, must not travel once per
+LSH band) adds two methods:
+
+- ``emit_rows(state, batch) -> pa.Table | None``: per row its verification payload (column
+  ``row`` and any others), stored once, partitioned by row (:func:`node_keys`), not by key.
+- ``verify_pairs(pairs, rows) -> pa.Table``: ``edges(part)`` then returns *candidate* pairs (any extra
+  columns ride along); the engine routes them to the partition of their first end, keeps each
+  distinct pair once, sends each first end's payload once to every partition that holds
+  second ends of its pairs, and calls ``verify`` there with ``rows`` (the distinct emitted rows
+  of both ends: split, row, payload) and ``pairs`` (with ``at_a``, ``at_b``: their ends'
+  positions in ``rows``). It returns the accepted edges (``EDGE_COLUMNS``, and ``score`` if
+  the rule has one: each cluster member's ``score`` is then its best edge's). The members'
+  payload comes from the verified rows (the rule's ``member_columns``, default all).
+
+So the payload crosses the network once per (row, partition of a partner), never once per key
+or per pair, and no process holds more than one partition's rows.
 """
 
 from __future__ import annotations
@@ -53,6 +72,10 @@ __all__ = [
     "edges_of",
     "emit",
     "is_keyed",
+    "node_keys",
+    "run_local",
+    "spill",
+    "verifies",
 ]
 
 #: partitions of the keyed shuffle (a rule may set ``partitions``)
@@ -68,16 +91,34 @@ def partitions_of(rule: Any) -> int:
     return int(getattr(rule, "partitions", PARTITIONS))
 
 
+def verifies(rule: Any) -> bool:
+    """Does the rule verify its candidates in a second hop (``emit_rows`` and ``verify_pairs``)?"""
+    return callable(getattr(rule, "emit_rows", None)) and callable(
+        getattr(rule, "verify_pairs", None)
+    )
+
+
+def rows_index(index: int) -> str:
+    """Where a verifying rule's per-row payload is spilled, beside its keyed rows."""
+    return f"{index}.rows"
+
+
+def stores_of(index: int, rule: Any) -> list[Any]:
+    """The spill indexes of a keyed rule: its keyed rows, and its rows' payload if it verifies."""
+    return [index, rows_index(index)] if verifies(rule) else [index]
+
+
 def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     """The rows of ``table`` per partition (``key % parts``)."""
     keys = table.column("key").to_numpy()
     which = (keys % np.uint64(parts)).astype(np.int64)
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(parts + 1))
+    ordered = table.take(pa.array(order))  # one take, then zero-copy slices
     out: list[pa.Table | None] = []
     for p in range(parts):
-        lo, hi = bounds[p], bounds[p + 1]
-        out.append(table.take(pa.array(order[lo:hi])) if hi > lo else None)
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        out.append(ordered.slice(lo, hi - lo) if hi > lo else None)
     return out
 
 
@@ -95,10 +136,62 @@ def emit(run: RuleRun, batch: Any) -> pa.Table | None:
         table = table.set_column(
             table.column_names.index("key"), "key", table.column("key").cast(pa.uint64())
         ).set_column(table.column_names.index("row"), "row", table.column("row").cast(pa.int64()))
-        return table.append_column("split", pa.array([batch.split] * table.num_rows, pa.string()))
+        return table.append_column(
+            "split", pa.repeat(pa.scalar(batch.split, pa.string()), len(table))
+        )
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
         return None
+
+
+def emit_rows(run: RuleRun, batch: Any) -> pa.Table | None:
+    """The verifying rule's per-row payload of ``batch``, keyed by its rows (:func:`node_keys`)."""
+    try:
+        table = run.rule.emit_rows(run.state, batch)
+        if table is None or table.num_rows == 0:
+            return None
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        if not isinstance(table, pa.Table) or "row" not in table.column_names:
+            raise TypeError("emit_rows() must return a pyarrow Table with a 'row' column")
+        table = table.set_column(
+            table.column_names.index("row"), "row", table.column("row").cast(pa.int64())
+        )
+        split = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
+        table = table.append_column("split", split)
+        return table.append_column("key", pa.array(node_keys(split, table.column("row"))))
+    except RULE_FAILURES as exc:
+        run.error, run.state = error_message(exc), None
+        return None
+
+
+def spill(store: Any, index: int, run: RuleRun, batch: Any) -> None:
+    """A keyed rule's rows of ``batch`` (and its payload rows, if it verifies) into ``store``."""
+    parts = partitions_of(run.rule)
+    rows = emit(run, batch)
+    if rows is not None:
+        store.add(index, parts, rows)
+    if run.active and verifies(run.rule):
+        payload = emit_rows(run, batch)
+        if payload is not None:
+            store.add(rows_index(index), parts, payload)
+
+
+def node_keys(split: Any, row: Any) -> np.ndarray:
+    """A 64-bit hash of each (split name, row): where a row's payload lives (``% partitions``),
+    the same on every worker whatever the audit's splits."""
+    import xxhash
+
+    from ..sketches.hashing import mix64
+
+    if isinstance(split, pa.ChunkedArray):
+        split = split.combine_chunks()
+    codes = split.dictionary_encode()
+    names = codes.dictionary.to_pylist()
+    salt = np.array([xxhash.xxh3_64_intdigest(str(n).encode()) for n in names], np.uint64)
+    idx = np.asarray(codes.indices.to_numpy(zero_copy_only=False), np.int64)
+    rows = np.asarray(row.to_numpy() if hasattr(row, "to_numpy") else row, np.int64)
+    return mix64(rows.astype(np.uint64) ^ salt[idx])
 
 
 class MemorySpill:
@@ -112,9 +205,19 @@ class MemorySpill:
             if piece is not None:
                 self.parts.setdefault((index, p), []).append(piece)
 
-    def table(self, index: int, p: int) -> pa.Table | None:
+    def put(self, index: Any, p: int, table: pa.Table) -> None:
+        """A piece already cut for partition ``p``."""
+        self.parts.setdefault((index, p), []).append(table)
+
+    def table(self, index: Any, p: int) -> pa.Table | None:
         pieces = self.parts.get((index, p))
         return pa.concat_tables(pieces) if pieces else None
+
+    def close(self) -> None:
+        pass
+
+    def remove(self) -> None:
+        self.parts = {}
 
 
 class DiskSpill:
@@ -129,17 +232,20 @@ class DiskSpill:
         if self.owner:  # an audit that raised mid-scan leaves no partitions behind
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
-    def add(self, index: int, parts: int, table: pa.Table) -> None:
+    def add(self, index: Any, parts: int, table: pa.Table) -> None:
         for p, piece in enumerate(_cut(table, parts)):
-            if piece is None:
-                continue
-            writer = self.writers.get((index, p))
-            if writer is None:
-                folder = self.root / str(index) / str(p)
-                folder.mkdir(parents=True, exist_ok=True)
-                sink = pa.OSFile(str(folder / f"{self.name}.arrow"), "wb")
-                writer = self.writers[(index, p)] = (sink, pa.ipc.new_stream(sink, piece.schema))
-            writer[1].write_table(piece)
+            if piece is not None:
+                self.put(index, p, piece)
+
+    def put(self, index: Any, p: int, piece: pa.Table) -> None:
+        """A piece already cut for partition ``p``."""
+        writer = self.writers.get((index, p))
+        if writer is None:
+            folder = self.root / str(index) / str(p)
+            folder.mkdir(parents=True, exist_ok=True)
+            sink = pa.OSFile(str(folder / f"{self.name}.arrow"), "wb")
+            writer = self.writers[(index, p)] = (sink, pa.ipc.new_stream(sink, piece.schema))
+        writer[1].write_table(piece)
 
     def close(self) -> None:
         for sink, writer in self.writers.values():
@@ -147,7 +253,7 @@ class DiskSpill:
             sink.close()
         self.writers = {}
 
-    def table(self, index: int, p: int) -> pa.Table | None:
+    def table(self, index: Any, p: int) -> pa.Table | None:
         folder = self.root / str(index) / str(p)
         if not folder.is_dir():
             return None
@@ -162,21 +268,42 @@ class DiskSpill:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
+    """The rows of a partition that share their key with another row (a row alone with its key
+    meets no one: most rows of an LSH band), in an order that does not depend on the
+    partitioning of the input: (key, split in the audit's order, row); None if there are none."""
+    keys = part.column("key").to_numpy()
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    tied = np.zeros(len(k), bool)
+    tied[1:] = k[1:] == k[:-1]
+    tied[:-1] |= tied[1:]
+    at = order[tied]
+    if not len(at):
+        return None
+    part = part.take(pa.array(at))
+    rank = pc.index_in(part.column("split"), value_set=pa.array(splits, pa.string()))
+    r = np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
+    rows = np.asarray(part.column("row").to_numpy(), np.int64)
+    return part.take(pa.array(np.lexsort((rows, r, k[tied]))))
+
+
+def _check_edges(edges: pa.Table, what: str) -> None:
+    missing = [c for c in EDGE_COLUMNS if c not in edges.column_names]
+    if missing:
+        raise TypeError(f"{what} must return a table with columns {', '.join(EDGE_COLUMNS)}")
+
+
 def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | None:
     """The rule's verified edges in one partition, its rows in an order that does not depend on
     the partitioning of the input: (key, split in the audit's order, row)."""
     if part is None or part.num_rows == 0:
         return None
-    rank = pc.index_in(part.column("split"), value_set=pa.array(splits, pa.string()))
-    part = part.append_column("_split_rank", rank)
-    part = part.sort_by([("key", "ascending"), ("_split_rank", "ascending"), ("row", "ascending")])
-    part = part.drop_columns(["_split_rank"])
-    edges = rule.edges(part)
+    part = _sorted_part(part, splits)
+    edges = None if part is None else rule.edges(part)
     if edges is None or edges.num_rows == 0:
         return None
-    missing = [c for c in EDGE_COLUMNS if c not in edges.column_names]
-    if missing:
-        raise TypeError(f"edges() must return a table with columns {', '.join(EDGE_COLUMNS)}")
+    _check_edges(edges, "edges()")
     edges = edges.select(list(EDGE_COLUMNS))
     # each end's emitted row rides along (``a.<column>``, ``b.<column>``): the clusters' payload
     ids = _node_ids(part.column("split"), part.column("row"), splits)
@@ -192,6 +319,174 @@ def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | 
         for name in payload:
             edges = edges.append_column(f"{end}.{name}", taken.column(name))
     return edges
+
+
+# -- the verification hop (rules with emit_rows and verify) -------------------------------------
+def candidates_of(
+    rule: Any, part: pa.Table | None, splits: list[str], parts: int
+) -> list[pa.Table | None]:
+    """Hop 1 of a verifying rule: the candidate pairs ``edges(part)`` names in one keyed
+    partition, each with its ends in (split, row) order, cut by the partition of its first end
+    (``parts`` tables)."""
+    if part is None or part.num_rows == 0:
+        return [None] * parts
+    part = _sorted_part(part, splits)
+    pairs = None if part is None else rule.edges(part)
+    if pairs is None or pairs.num_rows == 0:
+        return [None] * parts
+    _check_edges(pairs, "edges()")
+    na = _node_ids(pairs.column("split_a"), pairs.column("row_a"), splits)
+    nb = _node_ids(pairs.column("split_b"), pairs.column("row_b"), splits)
+    swap = na > nb
+    if swap.any():  # pairs are unordered: the smaller end first
+        mask = pa.array(swap)
+        cols = {c: pairs.column(c) for c in EDGE_COLUMNS}
+        for a, b in (("split_a", "split_b"), ("row_a", "row_b")):
+            pairs = pairs.set_column(
+                pairs.column_names.index(a), a, pc.if_else(mask, cols[b], cols[a])
+            )
+            pairs = pairs.set_column(
+                pairs.column_names.index(b), b, pc.if_else(mask, cols[a], cols[b])
+            )
+    keep = na != nb
+    if not keep.all():
+        pairs = pairs.filter(pa.array(keep))
+    if pairs.num_rows == 0:
+        return [None] * parts
+    key = node_keys(pairs.column("split_a"), pairs.column("row_a"))
+    return _cut(pairs.append_column("key", pa.array(key)), parts)
+
+
+def _locate(rows: pa.Table | None, nodes: np.ndarray, splits: list[str], what: str) -> np.ndarray:
+    """Positions in ``rows`` of the rows with these node ids (each must be there)."""
+    if rows is None or rows.num_rows == 0:
+        if len(nodes):
+            raise ValueError(f"{what} names a row that emitted no payload (emit_rows)")
+        return np.zeros(0, np.int64)
+    have = _node_ids(rows.column("split"), rows.column("row"), splits)
+    order = np.argsort(have, kind="stable")
+    at = np.minimum(np.searchsorted(have[order], nodes), len(order) - 1)
+    if not (have[order][at] == nodes).all():
+        raise ValueError(f"{what} names a row that emitted no payload (emit_rows)")
+    return order[at]
+
+
+def join_first(
+    pairs: pa.Table | None, rows: pa.Table | None, splits: list[str], parts: int
+) -> list[pa.Table | None]:
+    """Hop 2a, at the partition of the pairs' first ends (``rows``: that partition's payload):
+    each distinct pair once, cut by the partition of its second end, and for each such
+    partition the payload of the first ends it needs, once per row. ``2 * parts`` tables:
+    the pairs, then the rows."""
+    out: list[pa.Table | None] = [None] * (2 * parts)
+    if pairs is None or pairs.num_rows == 0:
+        return out
+    if "key" in pairs.column_names:
+        pairs = pairs.drop_columns(["key"])
+    na = _node_ids(pairs.column("split_a"), pairs.column("row_a"), splits)
+    nb = _node_ids(pairs.column("split_b"), pairs.column("row_b"), splits)
+    order = np.lexsort((nb, na))
+    first = np.ones(len(order), bool)
+    first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
+    keep = order[first]  # the distinct pairs, sorted (a, b)
+    pairs = pairs.take(pa.array(keep))
+    at = _locate(rows, na[keep], splits, "a candidate pair")
+    where = node_keys(pairs.column("split_b"), pairs.column("row_b")) % np.uint64(parts)
+    where = where.astype(np.int64)
+    for q in np.unique(where).tolist():
+        sel = np.flatnonzero(where == q)
+        out[q] = pairs.take(pa.array(sel))
+        out[parts + q] = rows.take(pa.array(np.unique(at[sel])))
+    return out
+
+
+def verify_part(
+    rule: Any,
+    pairs: list[pa.Table | None],
+    ends: list[pa.Table | None],
+    rows: pa.Table | None,
+    splits: list[str],
+) -> tuple[pa.Table | None, pa.Table | None]:
+    """Hop 2b, at the partition of the pairs' second ends (``rows``: its payload; ``ends``:
+    the first ends' payload sent here): the rule's accepted edges, and the payload of their
+    ends (the clusters' members, ``member_columns``)."""
+    tables = [t for t in pairs if t is not None and t.num_rows]
+    if not tables:
+        return None, None
+    pairs_t = pa.concat_tables(tables)
+    ends_t = pa.concat_tables([t for t in ends if t is not None and t.num_rows])
+    na = _node_ids(pairs_t.column("split_a"), pairs_t.column("row_a"), splits)
+    nb = _node_ids(pairs_t.column("split_b"), pairs_t.column("row_b"), splits)
+    order = np.lexsort((nb, na))  # the same order whatever the partitions
+    pairs_t, na, nb = pairs_t.take(pa.array(order)), na[order], nb[order]
+    at_a = _locate(ends_t, na, splits, "a candidate pair")
+    at_b = _locate(rows, nb, splits, "a candidate pair")
+    need_b, inv_b = np.unique(at_b, return_inverse=True)
+    cols = [c for c in rows.column_names if c != "key"]
+    both = pa.concat_tables(
+        [ends_t.select(cols), rows.select(cols).take(pa.array(need_b))], promote_options="default"
+    )
+    pairs_t = pairs_t.append_column("at_a", pa.array(at_a, pa.int64()))
+    pairs_t = pairs_t.append_column("at_b", pa.array(ends_t.num_rows + inv_b, pa.int64()))
+    edges = rule.verify_pairs(pairs_t, both)
+    if edges is None or edges.num_rows == 0:
+        return None, None
+    _check_edges(edges, "verify_pairs()")
+    keep = list(EDGE_COLUMNS) + (["score"] if "score" in edges.column_names else [])
+    edges = edges.select(keep)
+    ends_of = np.unique(
+        np.concatenate(
+            [
+                _node_ids(edges.column("split_a"), edges.column("row_a"), splits),
+                _node_ids(edges.column("split_b"), edges.column("row_b"), splits),
+            ]
+        )
+    )
+    wanted = getattr(rule, "member_columns", None)
+    payload = [c for c in cols if c not in ("split", "row") and (wanted is None or c in wanted)]
+    members = both.take(pa.array(_locate(both, ends_of, splits, "verify_pairs()")))
+    return edges, members.select(["split", "row", *payload])
+
+
+def run_local(
+    rule: Any, store: Any, index: Any, splits: list[str], scratch: Any = None
+) -> Clusters:
+    """A keyed rule's stage in this process, one partition at a time: its edges (verified in
+    the second hop if the rule verifies) and their components. ``store``: the spilled rows;
+    ``scratch``: where the second hop's pieces go (a DiskSpill of their own, or in memory)."""
+    parts = partitions_of(rule)
+    if not verifies(rule):
+        edges = [edges_of(rule, store.table(index, p), splits) for p in range(parts)]
+        return clusters_of(edges, splits)
+    scratch = MemorySpill() if scratch is None else scratch
+    payload = rows_index(index)
+    try:
+        for p in range(parts):
+            for q, piece in enumerate(candidates_of(rule, store.table(index, p), splits, parts)):
+                if piece is not None:
+                    scratch.put("pairs", q, piece)
+        scratch.close()
+        for p in range(parts):
+            pieces = join_first(scratch.table("pairs", p), store.table(payload, p), splits, parts)
+            for q in range(parts):
+                if pieces[q] is not None:
+                    scratch.put("first", q, pieces[q])
+                    scratch.put("ends", q, pieces[parts + q])
+        scratch.close()
+        edges, members = [], []
+        for q in range(parts):
+            e, m = verify_part(
+                rule,
+                [scratch.table("first", q)],
+                [scratch.table("ends", q)],
+                store.table(payload, q),
+                splits,
+            )
+            edges.append(e)
+            members.append(m)
+        return clusters_of(edges, splits, members)
+    finally:
+        scratch.remove()
 
 
 def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
@@ -221,20 +516,34 @@ class Cluster(list):
 
 class Clusters(list):
     """The clusters, and ``rows``: every member's emitted row, cluster after cluster (so a rule
-    reads a payload column of all members at once instead of cluster by cluster)."""
+    reads a payload column of all members at once instead of cluster by cluster). ``edges``:
+    with scored edges (a verifying rule's), every distinct edge's ``split`` and ``score``,
+    sorted by (first end, second end)."""
 
-    def __init__(self, clusters: list[Cluster] = (), rows: pa.Table | None = None):
+    def __init__(
+        self,
+        clusters: list[Cluster] = (),
+        rows: pa.Table | None = None,
+        edges: pa.Table | None = None,
+    ):
         super().__init__(clusters)
         self.rows = rows
+        self.edges = edges
 
     def __reduce__(self):
-        return (Clusters, (list(self), self.rows))
+        return (Clusters, (list(self), self.rows, self.edges))
 
 
-def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> Clusters:
+def clusters_of(
+    edges: list[pa.Table | None],
+    splits: list[str],
+    members: list[pa.Table | None] | None = None,
+) -> Clusters:
     """Connected components of the edges: each a sorted list of (split, row) with its members'
     emitted rows, the list ordered by first member; the same whatever order or partition the
-    edges came from."""
+    edges came from. ``members``: the members' payload rows (a verifying rule's; else each
+    edge carries its ends' as ``a.<column>``, ``b.<column>``). Edges with a ``score`` give
+    each member its best edge's score (column ``score``)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -244,6 +553,16 @@ def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> Clusters:
     table = pa.concat_tables(tables, promote_options="default")
     a = _node_ids(table.column("split_a"), table.column("row_a"), splits)
     b = _node_ids(table.column("split_b"), table.column("row_b"), splits)
+    scored = None
+    if "score" in table.column_names:  # a distinct edge once, in (a, b) order
+        order = np.lexsort((b, a))
+        dup = np.zeros(len(order), bool)
+        dup[1:] = (a[order][1:] == a[order][:-1]) & (b[order][1:] == b[order][:-1])
+        order = order[~dup]
+        a, b, table = a[order], b[order], table.take(pa.array(order))
+        scored = pa.table(
+            {"split": table.column("split_a"), "score": table.column("score").cast(pa.float64())}
+        )
     ends = np.concatenate([a, b])
     nodes, first, inverse = np.unique(ends, return_index=True, return_inverse=True)
     n = len(nodes)
@@ -256,12 +575,29 @@ def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> Clusters:
     np.minimum.at(smallest, labels, np.arange(n))
     order = np.argsort(smallest[labels], kind="stable")
     sizes = np.bincount(labels)[labels[order]]
-    # each member's emitted row: the payload of its first appearance as an end of an edge
-    payload = [c[2:] for c in table.column_names if c.startswith("a.")]
-    stacked = {
-        name: pa.chunked_array(table.column(f"a.{name}").chunks + table.column(f"b.{name}").chunks)
-        for name in payload
-    }
+    # each member's emitted row: the payload of its first appearance as an end of an edge, or
+    # its row in ``members``; per node (in node order)
+    per_node: dict[str, Any] = {}
+    if members is None:
+        for name in [c[2:] for c in table.column_names if c.startswith("a.")]:
+            col = pa.chunked_array(
+                table.column(f"a.{name}").chunks + table.column(f"b.{name}").chunks
+            )
+            per_node[name] = col.take(pa.array(first))
+    else:
+        given = [t for t in members if t is not None and t.num_rows]
+        if given:
+            mt = pa.concat_tables(given, promote_options="default")
+            at = pa.array(_locate(mt, nodes, splits, "an edge"))
+            for name in mt.column_names:
+                if name not in ("split", "row", "key"):
+                    per_node[name] = mt.column(name).take(at)
+    if scored is not None:
+        score = scored.column("score").to_numpy()
+        best = np.zeros(n)
+        np.maximum.at(best, ia, score)
+        np.maximum.at(best, ib, score)
+        per_node["score"] = pa.array(best)
     keep = sizes > 1  # singletons are left out
     order, sizes = order[keep], sizes[keep]
     cut = labels[order][1:] != labels[order][:-1]
@@ -272,12 +608,12 @@ def clusters_of(edges: list[pa.Table | None], splits: list[str]) -> Clusters:
         {
             "split": pa.array(split_col, pa.string()),
             "row": row_col,
-            **{name: col.take(pa.array(first[order])) for name, col in stacked.items()},
+            **{name: col.take(pa.array(order)) for name, col in per_node.items()},
         }
     )
-    names, members = split_col.tolist(), row_col.tolist()
-    out = Clusters(rows=rows)
+    names, rows_of = split_col.tolist(), row_col.tolist()
+    out = Clusters(rows=rows, edges=scored)
     for lo in starts.tolist():
         k = int(sizes[lo])
-        out.append(Cluster(list(zip(names[lo : lo + k], members[lo : lo + k])), rows, lo))
+        out.append(Cluster(list(zip(names[lo : lo + k], rows_of[lo : lo + k])), rows, lo))
     return out

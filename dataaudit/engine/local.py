@@ -60,9 +60,7 @@ def scan(
                     run.error = error_message(exc)
                     run.state = None
                 if state.spill is not None and run.active and keyed.is_keyed(run.rule):
-                    rows = keyed.emit(run, batch)
-                    if rows is not None:
-                        state.spill.add(index, keyed.partitions_of(run.rule), rows)
+                    keyed.spill(state.spill, index, run, batch)
                 # features this rule asked for first are the features' time, not the rule's
                 run.charge("update", clock() - t0 - (batch.features_total - f0))
             timings.add_features(batch.feature_seconds)
@@ -136,12 +134,10 @@ def finish(state: ScanState, ctx: AuditContext, *, progress: bool = False) -> Sc
 
 
 def _finish_keyed(state: ScanState, run: RuleRun, ctx: AuditContext) -> RuleResult:
-    """A keyed rule's partitions, one at a time, into edges; their components into its result."""
+    """A keyed rule's partitions, one at a time, into edges (verified in a second hop on disk
+    if the rule verifies); their components into its result."""
     index = state.runs.index(run)
     state.spill.close()
-    splits = list(ctx.splits)
-    edges = [
-        keyed.edges_of(run.rule, state.spill.table(index, p), splits)
-        for p in range(keyed.partitions_of(run.rule))
-    ]
-    return run.rule.finish_keyed(run.state, keyed.clusters_of(edges, splits), ctx)
+    scratch = keyed.DiskSpill(state.spill.root / f"hop-{index}")
+    clusters = keyed.run_local(run.rule, state.spill, index, list(ctx.splits), scratch)
+    return run.rule.finish_keyed(run.state, clusters, ctx)

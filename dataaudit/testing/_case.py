@@ -217,16 +217,15 @@ class Case:
         from ..engine import keyed
         from ..engine.state import RuleRun
 
-        parts = keyed.partitions_of(rule) if partitions is None else partitions
+        if partitions is not None:  # a copy of the rule, with the partitions asked for
+            rule = copy.copy(rule)
+            rule.partitions = partitions
         spill, run = keyed.MemorySpill(), RuleRun(rule, rule.severity, state)
         for split, offset, rb in batches:
-            rows = keyed.emit(run, ctx.batch(split, rb, offset))
+            keyed.spill(spill, 0, run, ctx.batch(split, rb, offset))
             assert run.error is None, f"{rule.code}: emit() failed: {run.error}"
-            if rows is not None:
-                spill.add(0, parts, rows)
-        splits = list(ctx.splits)
-        edges = [keyed.edges_of(rule, spill.table(0, p), splits) for p in range(parts)]
-        return rule.finish_keyed(state, keyed.clusters_of(edges, splits), ctx)
+        clusters = keyed.run_local(rule, spill, 0, list(ctx.splits))
+        return rule.finish_keyed(state, clusters, ctx)
 
     def one_pass(self, batch_size: int = 16) -> RuleResult:
         """The rule's result over all the data in one pass (computed once per batch size)."""

@@ -5,25 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
-from ...sketches.lsh import choose_bands, near_duplicate_pairs, s_curve
-from ...sketches.minhash import ShingleSets, pair_jaccard
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
+from ...sketches.lsh import choose_bands, s_curve, signature_keys
+from ...sketches.minhash import empty_rows, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
-from .._columns import append, cat, key_hex, texts
-from .._ids import take_ids
-from .._minhash import (
-    check_minhash_options,
-    digest,
-    minhash_columns,
-    minhash_params,
-    shared_candidates,
-    shingle_params,
-)
+from ...wording import plural
+from .._columns import key_hex, nonempty_hash, snippet
+from .._ids import id_column
+from .._keyed_minhash import band_rows, set_column, sets_of, sig_column, signatures_of
+from .._minhash import check_minhash_options, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
-from ._sources import per_source, source_values
+from ._sources import source_values
 
 
 def lsh_params(rule: Any) -> tuple[int, int]:
@@ -50,8 +47,9 @@ class NearDuplicates(Rule):
         the action ``drop``; the score is the Jaccard of the row's closest verified pair in its
         cluster (1.0 for identical signatures). Clusters whose rows are all the same normalized
         text
-        count in the rate but are left to DUP001 for findings. Rows without any shingle (empty
-        text) are never clustered; their count is reported.
+        count in the rate but are left to DUP001 for findings (one info finding says how many
+        rows they hold). Rows without any shingle (empty text) are never clustered; their count
+        is reported.
 
     Why it matters:
         Templated pages, boilerplate and lightly edited copies multiply their weight in training
@@ -68,10 +66,12 @@ class NearDuplicates(Rule):
         ngram: tokens per shingle (default 5).
         unit: "word", "char" or "auto" (default: character shingles for rows written mostly in
             Chinese/Japanese/Thai-like scripts, words otherwise).
-        verify: "exact" (default; keeps ~4 bytes per shingle of each row until the end) or
-            "estimate" (signature agreement only; no extra memory). Per row the audit keeps
-            4 x num_perm bytes of signature, a snippet and, for "exact", the shingle hashes:
-            ~2 KB for a 300-word row (1M such rows peaked at 2.9 GB), ~0.8 KB with "estimate".
+        verify: "exact" (default; the Jaccard of the shingle sets, ~4 bytes per shingle) or
+            "estimate" (signature agreement only). The rows go through the engine's keyed
+            stage, not the rule's state: each row with shingles emits one key per band, its
+            signature, shingle set and snippet are spilled once (on disk locally, the object
+            store on Ray) and only candidate pairs meet them, so memory is one partition, not
+            every row (a 300-word row spills ~2 KB with "exact", ~0.8 KB with "estimate").
         bands, rows: LSH banding (default: chosen from the threshold, e.g. 18 × 7 for 0.8).
         max_findings: the largest clusters reported as findings per split (default 20).
     """
@@ -81,6 +81,7 @@ class NearDuplicates(Rule):
     groups = ("default", "duplicates")
     severity = Severity.WARN
     requires = ("text",)
+    keyed = True  # rows meet by LSH band in the engine's keyed stage, verified where they meet
 
     def __init__(
         self,
@@ -109,6 +110,12 @@ class NearDuplicates(Rule):
         if self.bands is not None and int(self.bands) * int(self.rows) > int(self.num_perm):
             raise ValueError(f"bands*rows = {self.bands}*{self.rows} exceeds num_perm")
 
+    @property
+    def member_columns(self) -> tuple[str, ...]:
+        """What a cluster member brings to the finish: its hash, snippet, id and source, and its
+        shingle set (signature with ``verify: estimate``) for the findings' similarities."""
+        return ("hash", "snip", "id", "source", "sets" if self.verify == "exact" else "sig")
+
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
             "origin": state_origin(self, ctx),
@@ -117,19 +124,156 @@ class NearDuplicates(Rule):
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        cols = minhash_columns(self, batch, state["chars"])
-        cols["unit"] = batch.feature("shingle_unit", **shingle_params(self))
+        # counts only: the rows themselves go through the keyed stage (emit, emit_rows)
+        sp = state["splits"].at(batch.split)
+        sp["rows"] = sp.get("rows", 0) + batch.num_rows
+        unit = np.asarray(batch.feature("shingle_unit", **shingle_params(self)))
+        by_unit = np.bincount(unit, minlength=3)
+        for i, name in enumerate(("none", "word", "char")):
+            sp[name] = sp.get(name, 0) + int(by_unit[i])
         sources = source_values(batch)
         if sources is not None:
-            cols["source"] = sources
-        append(state, batch.split, **cols)
+            counts = sp.setdefault("sources", {})
+            for item in pc.value_counts(sources).to_pylist():
+                counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
         return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
         return {**a, "splits": a["splits"].merge(b["splits"])}
 
+    # -- the keyed stage ---------------------------------------------------------------------
+    def _valid(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+        sig = batch.feature("minhash", **minhash_params(self))
+        return sig, np.flatnonzero(~empty_rows(sig))
+
+    def emit(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
+        """Per row with shingles, one key per LSH band (the band's hash, seeded by the band) with
+        the hash of the whole signature (rows with identical signatures are collapsed where
+        they meet) and the band's index: 17 bytes a row and band, no signature."""
+        sig, idx = self._valid(batch)
+        if not len(idx):
+            return None
+        bands, per_band = lsh_params(self)
+        keys, at, band = band_rows(sig, idx, bands, per_band)
+        full = signature_keys(sig, rows=idx)
+        rows = np.asarray(batch.row_ids, np.int64)[idx]
+        return pa.table(
+            {
+                "key": pa.array(keys, pa.uint64()),
+                "row": pa.array(rows[at], pa.int64()),
+                "full": pa.array(full[at], pa.uint64()),
+                "band": pa.array(band, pa.uint8()),
+            }
+        )
+
+    def emit_rows(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
+        """Per row with shingles, what verifying it and showing it takes: its signature, its
+        shingle set (``verify: exact``), exact-duplicate hash, snippet, id and source."""
+        sig, idx = self._valid(batch)
+        if not len(idx):
+            return None
+        at = pa.array(idx)
+        cols: dict[str, Any] = {
+            "row": pa.array(np.asarray(batch.row_ids, np.int64)[idx], pa.int64()),
+            "sig": sig_column(sig[idx]),
+            "hash": pa.array(nonempty_hash(batch)[idx], pa.uint64()),
+            "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
+        }
+        if self.verify == "exact":
+            cols["sets"] = set_column(batch.feature("shingle_sets", **shingle_params(self)), idx)
+        ids = id_column(batch)
+        if ids is not None:
+            cols["id"] = ids.take(at)
+        sources = source_values(batch)
+        if sources is not None:
+            cols["source"] = sources.take(at)
+        return pa.table(cols)
+
+    def edges(self, part: pa.Table) -> pa.Table:
+        """Candidate pairs of one partition, rows sorted by (key, split, row): a bucket is a run
+        of one key within one split. In a bucket, a row whose whole signature an earlier row
+        has is that row's copy (``same``: an edge without verification, from band 0 only); the
+        other rows chain as the in-process LSH chains them: each to the bucket's first and to
+        its predecessor."""
+        n = part.num_rows
+        keys = part.column("key").to_numpy()
+        split = part.column("split")
+        split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
+        codes = np.asarray(split.dictionary_encode().indices.to_numpy(zero_copy_only=False))
+        full = part.column("full").to_numpy()
+        band = part.column("band").to_numpy()
+        new = np.ones(n, bool)
+        new[1:] = (keys[1:] != keys[:-1]) | (codes[1:] != codes[:-1])
+        bucket = np.cumsum(new) - 1
+        pos = np.arange(n, dtype=np.int64)
+        # copies: by (bucket, whole signature, position); the first of each run is a rep
+        order = np.lexsort((pos, full, bucket))
+        first_occ = np.ones(n, bool)
+        first_occ[1:] = (bucket[order][1:] != bucket[order][:-1]) | (
+            full[order][1:] != full[order][:-1]
+        )
+        lead = order[np.maximum.accumulate(np.where(first_occ, np.arange(n), 0))]
+        copy = order[~first_occ]
+        copy_of = lead[~first_occ]
+        zero = band[copy] == 0
+        same_a, same_b = copy_of[zero], copy[zero]
+        rep = np.zeros(n, bool)
+        rep[order[first_occ]] = True
+        # candidates among the reps of a bucket, in row order: (first, member), (previous, member)
+        reps = np.flatnonzero(rep)
+        rb = bucket[reps]
+        start = np.ones(len(reps), bool)
+        start[1:] = rb[1:] != rb[:-1]
+        firsts = reps[np.maximum.accumulate(np.where(start, np.arange(len(reps)), 0))]
+        m = np.flatnonzero(~start)
+        a = np.concatenate([same_a, firsts[m], reps[m - 1]])
+        b = np.concatenate([same_b, reps[m], reps[m]])
+        same = np.zeros(len(a), bool)
+        same[: len(same_a)] = True
+        row = part.column("row")
+        ia, ib = pa.array(a), pa.array(b)
+        return pa.table(
+            {
+                "split_a": split.take(ia),
+                "row_a": row.take(ia),
+                "split_b": split.take(ib),
+                "row_b": row.take(ib),
+                "same": pa.array(same),
+            }
+        )
+
+    def verify_pairs(self, pairs: pa.Table, rows: pa.Table) -> pa.Table:
+        """Accept a pair at Jaccard >= threshold: exact Jaccard of the shingle sets (a pair whose
+        signature estimate is far below the threshold is not merged, as in-process), or the
+        signature estimate; copies (identical signatures) score 1.0 unverified."""
+        threshold = float(self.threshold)
+        a = pairs.column("at_a").to_numpy()
+        b = pairs.column("at_b").to_numpy()
+        same = np.asarray(pairs.column("same").to_numpy(zero_copy_only=False), bool)
+        check = np.flatnonzero(~same)
+        sig = signatures_of(rows.column("sig"), int(self.num_perm))
+        if self.verify == "exact":
+            sets = sets_of(rows.column("sets"))
+            sim = pair_jaccard(sets, a[check], b[check], signatures=sig, threshold=threshold)
+        else:
+            sim = np.asarray(jaccard_estimate(sig[a[check]], sig[b[check]]), float)
+        score = np.ones(len(a))
+        score[check] = sim
+        ok = same.copy()
+        ok[check] = sim >= threshold
+        keep = pa.array(np.flatnonzero(ok))
+        out = pairs.select(["split_a", "row_a", "split_b", "row_b"]).take(keep)
+        return out.append_column("score", pa.array(score[ok]))
+
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
+        raise RuntimeError(
+            f"{self.code} finds its clusters in the engine's keyed stage (finish_keyed)"
+        )
+
+    def finish_keyed(
+        self, state: dict[str, Any], clusters: list[Any], ctx: AuditContext
+    ) -> RuleResult:
         bands, rows_per_band = lsh_params(self)
         threshold = float(self.threshold)
         result = RuleResult(
@@ -140,10 +284,20 @@ class NearDuplicates(Rule):
                 "recall_at_threshold": round(float(s_curve(threshold, bands, rows_per_band)), 4),
             }
         )
+        by_split: dict[str, list[Any]] = {}
+        for cluster in clusters:  # edges join rows of one split only
+            by_split.setdefault(cluster[0][0], []).append(cluster)
+        edges = getattr(clusters, "edges", None)
         details: dict[str, Any] = {}
         for split in sorted(state["splits"]):
             details[split] = self._split(
-                split, state["splits"][split], ctx, result, bands, rows_per_band
+                split,
+                state["splits"][split],
+                by_split.get(split, []),
+                clusters.rows if clusters else None,
+                _split_scores(edges, split),
+                ctx,
+                result,
             )
         result.details = {"splits": details}
         return result
@@ -151,93 +305,68 @@ class NearDuplicates(Rule):
     def _split(
         self,
         split: str,
-        sp: dict[str, list[Any]],
+        sp: dict[str, Any],
+        groups: list[Any],
+        table: pa.Table | None,
+        scores: np.ndarray,
         ctx: AuditContext,
         result: RuleResult,
-        bands: int,
-        rows_per_band: int,
     ) -> dict[str, Any]:
-        threshold = float(self.threshold)
-        n = sum(len(c) for c in sp.get("rows", []))
-        # the LSH candidates are computed once per audit (LBL001 clusters the same signatures); each
-        # split is finished once: consume its parts while concatenating (halves the peak)
-        data = digest(sp.get("rows", []), sp.get("sig", []))
-        sets = ShingleSets.concat(sp["sets"], consume=True) if sp.get("sets") else None
-        sig = cat(sp.get("sig", []), np.uint32, int(self.num_perm), consume=True)
-
-        candidates = shared_candidates(
-            ctx, split, data, minhash_params(self), bands, rows_per_band, lambda: sig
-        )
-        verify = (
-            (lambda a, b: pair_jaccard(sets, a, b, signatures=sig, threshold=threshold))
-            if sets is not None
-            else None
-        )
-        labels, ea, eb, es = near_duplicate_pairs(
-            sig, threshold, bands=bands, rows=rows_per_band, verify=verify, candidates=candidates
-        )
-        rows = cat(sp.get("rows", []), np.int64, consume=True)
-        unit = cat(sp.get("unit", []), np.uint8, consume=True)
-        h = cat(sp.get("hash", []), np.uint64, consume=True)
-        no_shingle = int((unit == 0).sum())
-        member = labels >= 0
-        cluster_ids, cluster_size = np.unique(labels[member], return_counts=True)
-        kept = member & (labels == np.arange(n))
-        removable = member & ~kept
-        dup_rows = int(removable.sum())
+        n = int(sp.get("rows", 0))
+        no_shingle = int(sp.get("none", 0))
+        sizes = np.array([len(g) for g in groups], np.int64)
+        dup_rows = int(sizes.sum() - len(sizes))
         result.metric("near_duplicate_rows", dup_rows, Direction.LOWER, split=split)
         result.metric(
             "near_duplicate_rate", dup_rows / n if n else 0.0, Direction.LOWER, split=split
         )
-        result.metric("clusters", len(cluster_ids), Direction.LOWER, split=split)
+        result.metric("clusters", len(groups), Direction.LOWER, split=split)
         result.metric(
-            "largest_cluster",
-            int(cluster_size.max()) if len(cluster_size) else 0,
-            Direction.LOWER,
-            split=split,
+            "largest_cluster", int(sizes.max()) if len(sizes) else 0, Direction.LOWER, split=split
         )
         result.metric("rows_without_shingles", no_shingle, Direction.NONE, split=split)
-        flagged = np.flatnonzero(member)
-        # score: the row's closest verified pair (free: the clustering computed it)
-        closest = np.zeros(n)
-        if len(ea):
-            np.maximum.at(closest, ea, es)
-            np.maximum.at(closest, eb, es)
-        result.flags.extend(
-            Flag(
+        removable: dict[str, int] = {}
+        near = np.zeros(0, np.int64)  # clusters with more than one distinct text
+        exact_rows = 0
+        hashes = np.zeros(0, np.uint64)
+        if groups:
+            # every member at once, cluster after cluster (at: its row in the clusters' table)
+            starts = np.array([g.at for g in groups], np.int64)
+            ends = np.cumsum(sizes)
+            offset = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+            at = np.repeat(starts, sizes) + offset
+            rows = table.column("row").to_numpy()
+            first = offset == 0
+            result.flags.add(
                 split,
-                row,
-                str(cluster),
-                "kept" if keep else "duplicate",
-                action="keep" if keep else "drop",
-                score=score,
-                id=row_id,
+                rows[at],
+                group=np.repeat(rows[starts], sizes).astype(str),
+                detail=np.where(first, "kept", "duplicate"),
+                action=np.where(first, "keep", "drop"),
+                # rounded as numpy rounds (half to even on the scaled value), as always
+                score=np.round(table.column("score").to_numpy()[at], 4),
+                id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
             )
-            for row, cluster, keep, score, row_id in zip(
-                rows[flagged].tolist(),
-                rows[labels[flagged]].tolist(),
-                kept[flagged].tolist(),
-                np.round(closest[flagged], 4).tolist(),
-                take_ids(sp.get("ids", []), flagged),
-            )
-        )
-        # clusters with more than one distinct text get findings (exact-only ones: DUP001)
-        order = np.lexsort((np.arange(n)[member], h[member], labels[member]))
-        lab_sorted = labels[member][order]
-        h_sorted = h[member][order]
-        distinct = np.ones(len(lab_sorted), bool)
-        if len(lab_sorted):
-            distinct[1:] = (lab_sorted[1:] != lab_sorted[:-1]) | (h_sorted[1:] != h_sorted[:-1])
-        n_distinct = np.bincount(
-            np.searchsorted(cluster_ids, lab_sorted), weights=distinct, minlength=len(cluster_ids)
-        )
-        near_clusters = cluster_ids[n_distinct > 1]
-        near_sizes = cluster_size[n_distinct > 1]
-        result.metric("near_only_clusters", len(near_clusters), Direction.LOWER, split=split)
-        pick = np.lexsort((near_clusters, -near_sizes))[: int(self.max_findings)]
-        for c in pick:
-            self._finding(split, int(near_clusters[c]), labels, rows, h, sets, sig, sp, ctx, result)
-        rest = len(near_clusters) - len(pick)
+            if "source" in table.column_names:
+                drop = table.column("source").take(pa.array(at[~first]))
+                for item in pc.value_counts(drop).to_pylist():
+                    removable[item["values"]] = int(item["counts"])
+            hashes = table.column("hash").to_numpy()
+            cid = np.repeat(np.arange(len(groups)), sizes)
+            h = hashes[at]
+            order = np.lexsort((h, cid))
+            distinct = np.ones(len(order), bool)
+            distinct[1:] = (cid[order][1:] != cid[order][:-1]) | (h[order][1:] != h[order][:-1])
+            texts = np.bincount(cid[order], weights=distinct, minlength=len(groups))
+            near = np.flatnonzero(texts > 1)
+            exact_rows = int((sizes[texts <= 1] - 1).sum())
+        near_sizes = sizes[near]
+        near_firsts = np.array([groups[c][0][1] for c in near.tolist()], np.int64)
+        result.metric("near_only_clusters", len(near), Direction.LOWER, split=split)
+        pick = np.lexsort((near_firsts, -near_sizes))[: int(self.max_findings)]
+        for i in pick.tolist():
+            self._finding(split, groups[int(near[i])], table, hashes, ctx, result)
+        rest = len(near) - len(pick)
         if rest > 0:
             rest_rows = int(near_sizes.sum() - len(near_sizes)) - int((near_sizes[pick] - 1).sum())
             result.findings.append(
@@ -248,6 +377,21 @@ class NearDuplicates(Rule):
                     count=rest_rows,
                     split=split,
                     rollup=True,
+                )
+            )
+        exact_clusters = len(groups) - len(near)
+        if exact_clusters:  # flagged here, reported by DUP001: say so, not a bare "PASS"
+            result.findings.append(
+                Finding(
+                    message=(
+                        f"{split}: {plural(exact_clusters, 'cluster')} of identical normalized "
+                        f"text ({plural(exact_rows, 'removable row')}) are flagged here and "
+                        "reported by DUP001"
+                    ),
+                    key=f"{split}:exact-only",
+                    severity=Severity.INFO,
+                    count=exact_rows,
+                    split=split,
                 )
             )
         if no_shingle:
@@ -263,52 +407,67 @@ class NearDuplicates(Rule):
                     split=split,
                 )
             )
-        sims = es[(ea >= 0)] if len(es) else es
         return {
             "rows": n,
             "near_duplicate_rows": dup_rows,
-            "clusters": len(cluster_ids),
-            "near_only_clusters": len(near_clusters),
-            "cluster_sizes": _histogram(cluster_size),
-            "verified_pairs": int(len(ea)),
-            "mean_pair_similarity": round(float(sims.mean()), 4) if len(sims) else None,
+            "clusters": len(groups),
+            "near_only_clusters": len(near),
+            "cluster_sizes": _histogram(sizes),
+            "verified_pairs": int(len(scores)),
+            "mean_pair_similarity": round(float(scores.mean()), 4) if len(scores) else None,
             "rows_by_unit": {
                 "none": no_shingle,
-                "word": int((unit == 1).sum()),
-                "char": int((unit == 2).sum()),
+                "word": int(sp.get("word", 0)),
+                "char": int(sp.get("char", 0)),
             },
-            "per_source": per_source(sp.get("source", []), removable, n),
+            "per_source": _per_source(sp.get("sources"), removable, n),
         }
 
-    def _finding(self, split, cid, labels, rows, h, sets, sig, sp, ctx, result) -> None:
-        members = np.flatnonzero(labels == cid)  # positions, in row order; first = kept
-        k = len(members)
-        shown = members[: ctx.max_examples]
-        rep = members[0]
-        if sets is not None:
-            sim = pair_jaccard(sets, np.full(len(shown), rep), shown)
+    def _finding(self, split, group, table, hashes, ctx, result) -> None:
+        members = [row for _, row in group]  # in row order; first = kept
+        k, at = len(members), group.at
+        shown = min(k, ctx.max_examples)
+        pos = np.arange(shown, dtype=np.int64)
+        if self.verify == "exact":
+            sets = sets_of(table.column("sets").slice(at, shown))
+            sim = pair_jaccard(sets, np.zeros(shown, np.int64), pos)
         else:
-            from ...sketches.minhash import jaccard_estimate
-
-            sim = jaccard_estimate(sig[np.full(len(shown), rep)], sig[shown])
+            sig = signatures_of(table.column("sig").slice(at, shown), int(self.num_perm))
+            sim = jaccard_estimate(sig[np.zeros(shown, np.int64)], sig[pos])
         sim[0] = 1.0
-        snips = texts(sp.get("snip", []), shown)
+        snips = table.column("snip").slice(at, shown).to_pylist()
         result.findings.append(
             Finding(
                 message=(
                     f"{split}: {k} near-duplicate rows (Jaccard >= {self.threshold}); "
-                    f"kept row {int(rows[rep])}, {k - 1} removable"
+                    f"kept row {members[0]}, {k - 1} removable"
                 ),
-                key=f"{split}:{key_hex(h[members].min())}",  # member content, not row order
+                key=f"{split}:{key_hex(hashes[at : at + k].min())}",  # content, not row order
                 count=k - 1,
                 split=split,
                 examples=[
-                    ctx.example(split, int(rows[p]), t, similarity=round(float(s), 4))
-                    for p, t, s in zip(shown, snips, sim)
+                    ctx.example(split, members[p], t, similarity=round(float(s), 4))
+                    for p, t, s in zip(range(shown), snips, sim)
                 ],
-                data={"rows": [int(r) for r in rows[members[:100]]], "size": int(k)},
+                data={"rows": members[:100], "size": int(k)},
             )
         )
+
+
+def _split_scores(edges: pa.Table | None, split: str) -> np.ndarray:
+    """The scores of the split's verified edges, in (first end, second end) order."""
+    if edges is None or edges.num_rows == 0:
+        return np.zeros(0)
+    mask = pc.equal(edges.column("split"), split)
+    return np.asarray(edges.column("score").filter(mask).to_numpy(), float)
+
+
+def _per_source(
+    rows: dict[str, int] | None, removable: dict[str, int], n: int
+) -> dict[str, dict[str, float | int]]:
+    from .exact import _per_source as per_source
+
+    return per_source(rows, removable, n)
 
 
 def _histogram(sizes: np.ndarray) -> dict[str, int]:
