@@ -249,46 +249,68 @@ CASED_LIMIT = 0x20000  #: no character from here has a lower-case mapping (Unico
 @lru_cache(maxsize=1)
 def lower_table() -> np.ndarray:
     """What :func:`tokenizable_array` does to each character that is not ASCII, as a table for
-    the fused shingling pass (``dataaudit.sketches.minhash.sketch``): int32 per code point below
-    ``RAW_LIMIT``, Arrow's lower-case of the character where that is all it does, else -1.
+    the fused shingling pass (``dataaudit.sketches.minhash.sketch``): int64 per code point below
+    ``RAW_LIMIT``, the UTF-8 bytes the character becomes (little-endian, at most 7) with their
+    count in the top byte, or -1.
 
-    -1 marks the characters that take another path there: those NFKC can change (or that
-    NFKC can combine with a neighbour), the casefold specials and Unicode whitespace (Python's
-    path), characters Arrow lower-cases to more than one character or to an ASCII separator,
-    and surrogates. Arrow's lower-casing is context-free, so mapping each character is the
-    same as lower-casing the row. Built once per process from Arrow itself (~10 ms); code
-    points from ``CASED_LIMIT`` (CJK ideographs of planes 2 and 3) have no case and map to
-    themselves (tests/features check that Arrow agrees).
+    A character becomes Arrow's lower-case of itself, or of its NFKC form if it is in the NFKC
+    replacement table (:func:`_nfkc_replacements`: fullwidth punctuation, ligatures,
+    superscripts...). -1 marks the characters that take another path there: the rest of those
+    NFKC can change (or that NFKC can combine with a neighbour), casefold specials and Unicode
+    whitespace (Python's path), results longer than 7 bytes or holding an ASCII separator, and
+    surrogates. Both mappings are context-free, so mapping each character is the same as
+    normalizing the row. Built once per process from Arrow itself (~10 ms); code points from
+    ``CASED_LIMIT`` (CJK ideographs of planes 2 and 3) have no case and map to themselves
+    (tests/features check that Arrow agrees).
     """
     from ..sketches.kernels import RAW_LIMIT, SEPARATOR
     from .unicode_table import special_ranges
 
     cps = np.arange(0x80, CASED_LIMIT, dtype=np.int64)
     cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
-    blob = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-    sizes = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
-    offsets = np.zeros(len(cps) + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    chars = pa.Array.from_buffers(
-        STRING, len(cps), [None, pa.py_buffer(offsets), pa.py_buffer(blob)]
+    chars, forms = _nfkc_replacements()
+    special = _special_re()
+    kept = [(ord(c), f) for c, f in zip(chars, forms) if not special.search(f)]
+    sources = np.concatenate([cps, np.array([c for c, _ in kept], np.int64)])
+    texts = cps.astype("<u4").tobytes().decode("utf-32-le") + "".join(f for _, f in kept)
+    lengths = np.concatenate([np.ones(len(cps), np.int64), [len(f) for _, f in kept]])
+    # each string's UTF-8 offsets, from its characters' code points
+    points = np.frombuffer(texts.encode("utf-32-le"), "<u4").astype(np.int64)
+    sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+    char_ends = np.cumsum(np.concatenate([[0], sizes]))
+    offsets = char_ends[np.concatenate([[0], np.cumsum(lengths)])]
+    strings = pa.Array.from_buffers(
+        STRING, len(sources), [None, pa.py_buffer(offsets), pa.py_buffer(texts.encode())]
     )
-    lowered = pc.utf8_lower(chars)
-    counted = pc.utf8_length(lowered)  # (to_numpy() would import pandas: 0.2 s)
-    lengths = np.frombuffer(counted.buffers()[1], np.int64, len(cps), counted.offset)
-    ends = lowered.buffers()[1]
-    size = int(np.frombuffer(ends, np.int64, len(cps) + 1)[-1])
-    points = np.frombuffer(
-        bytes(lowered.buffers()[2])[:size].decode("utf-8").encode("utf-32-le"), "<u4"
+    lowered = pc.utf8_lower(strings)
+    n_out = np.frombuffer(lowered.buffers()[1], np.int64, len(sources) + 1)
+    data = np.frombuffer(lowered.buffers()[2], np.uint8, int(n_out[-1]))
+    data = np.concatenate([data, np.zeros(8, np.uint8)]).astype(np.uint64)
+    start, count = n_out[:-1], np.diff(n_out)
+    packed = np.zeros(len(sources), np.uint64)
+    separator = np.zeros(len(sources), bool)
+    for q in range(7):
+        byte = np.where(q < count, data[start + q], 0)
+        packed |= byte << np.uint64(8 * q)
+        separator |= (q < count) & SEPARATOR[byte.astype(np.int64)]
+    ok = (count > 0) & (count <= 7) & ~separator
+    value = (packed | (count.astype(np.uint64) << np.uint64(56))).view(np.int64)
+    table = np.full(RAW_LIMIT, -1, np.int64)
+    simple = ok[: len(cps)]
+    table[cps[simple]] = value[: len(cps)][simple]
+    # no case mappings from CASED_LIMIT: each character is its own 4 UTF-8 bytes
+    high = np.arange(CASED_LIMIT, RAW_LIMIT, dtype=np.int64)
+    utf8 = (
+        (0xF0 | (high >> 18))
+        | ((0x80 | ((high >> 12) & 0x3F)) << 8)
+        | ((0x80 | ((high >> 6) & 0x3F)) << 16)
+        | ((0x80 | (high & 0x3F)) << 24)
     )
-    first = np.zeros(len(cps) + 1, np.int64)
-    np.cumsum(lengths, out=first[1:])
-    mapped = points[np.minimum(first[:-1], len(points) - 1)].astype(np.int64)
-    ok = (lengths == 1) & ~((mapped < 0x80) & SEPARATOR[np.minimum(mapped, 0xFF)])
-    table = np.full(RAW_LIMIT, -1, np.int32)
-    table[CASED_LIMIT:] = np.arange(CASED_LIMIT, RAW_LIMIT)  # no case mappings there
-    table[cps[ok]] = mapped[ok]
+    table[CASED_LIMIT:] = utf8 | (4 << 56)
     for lo, hi in (*_nfkc_unstable_ranges(), *special_ranges()):
         table[lo : hi + 1] = -1
+    replaced = ok[len(cps) :]
+    table[sources[len(cps) :][replaced]] = value[len(cps) :][replaced]
     return table
 
 
@@ -298,7 +320,8 @@ def _special_re():  # noqa: ANN202
 
     from .unicode_table import special_ranges
 
-    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in special_ranges()) + "]")
+    parts = (f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in special_ranges())
+    return re.compile("[" + "".join(parts) + "]")
 
 
 def tokenizable_text(s: str) -> str:

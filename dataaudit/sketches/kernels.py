@@ -476,9 +476,9 @@ RAW_LIMIT = 0x32400  #: code points the lower-casing table of the fused pass cov
 def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps, hits, status):
     """For rows ``lo:hi``: word tokens, character tokens (non-separator code points), code
     points, code points with ``in_script``, and the row's status: 0 ASCII, 1 not ASCII, 2 (if
-    ``mapped``) a character without a lower-case mapping in ``table`` (``< 0``: the caller
-    normalizes such rows itself). With ``mapped``, script membership is that of the mapped
-    character, as in the normalized text."""
+    ``mapped``) a character without a mapping in ``table`` (``< 0``: the caller normalizes
+    such rows itself). With ``mapped``, each character counts as the characters it maps to
+    (UTF-8 bytes packed in ``table``), as in the normalized text."""
     size = len(in_script)
     tsize = len(table)
     for r in range(lo, hi):
@@ -504,21 +504,62 @@ def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps,
             prev = False
             c += 1
             n += 1
-            m = cp
-            if mapped:
-                m = table[cp] if cp < tsize else -1
-            if m < 0:
-                st = 2
-            else:
+            if not mapped:
                 st = max(st, 1)
-                if m < size and in_script[m]:
+                if cp < size and in_script[cp]:
                     s += 1
+            else:
+                v = table[cp] if cp < tsize else -1
+                if v < 0:
+                    st = 2
+                else:
+                    st = max(st, 1)
+                    packed = U64(v)
+                    nb = v >> 56
+                    pos = 0
+                    first = True
+                    while pos < nb:  # the code points it maps to
+                        lead = np.int64((packed >> U64(8 * pos)) & U64(0xFF))
+                        width = _width(lead)
+                        m, _ = _decode_packed(packed, pos, width)
+                        if m < size and in_script[m]:
+                            s += 1
+                        if not first:
+                            c += 1
+                            n += 1
+                        first = False
+                        pos += width
             i += step
         words[r] = w
         chars[r] = c
         cps[r] = n
         hits[r] = s
         status[r] = st
+
+
+@kernel(inline="always")
+def _width(lead):
+    """Bytes of the UTF-8 character whose first byte is ``lead``."""
+    if lead < 0xC0:
+        return 1
+    if lead < 0xE0:
+        return 2
+    if lead < 0xF0:
+        return 3
+    return 4
+
+
+@kernel(inline="always")
+def _decode_packed(packed, pos, width):
+    """(code point, its bytes packed) of the ``width``-byte character at byte ``pos``."""
+    bytes_ = (packed >> U64(8 * pos)) & ((U64(1) << U64(8 * width)) - U64(1))
+    b0 = np.int64(bytes_ & U64(0xFF))
+    if width == 1:
+        return b0, bytes_
+    cp = b0 & (0x3F >> (width - 1))
+    for q in range(1, width):
+        cp = (cp << 6) | (np.int64((bytes_ >> U64(8 * q)) & U64(0xFF)) & 0x3F)
+    return cp, bytes_
 
 
 @kernel(inline="always")
@@ -533,38 +574,17 @@ def _feed(h, w, shift, b):
 
 
 @kernel(inline="always")
-def _utf8(cp):
-    """(UTF-8 bytes of ``cp`` packed little-endian, byte count)."""
-    if cp < 0x80:
-        return U64(cp), 1
-    if cp < 0x800:
-        return U64(0xC0 | (cp >> 6)) | (U64(0x80 | (cp & 0x3F)) << U64(8)), 2
-    if cp < 0x10000:
-        return (
-            U64(0xE0 | (cp >> 12))
-            | (U64(0x80 | ((cp >> 6) & 0x3F)) << U64(8))
-            | (U64(0x80 | (cp & 0x3F)) << U64(16))
-        ), 3
-    return (
-        U64(0xF0 | (cp >> 18))
-        | (U64(0x80 | ((cp >> 12) & 0x3F)) << U64(8))
-        | (U64(0x80 | ((cp >> 6) & 0x3F)) << U64(16))
-        | (U64(0x80 | (cp & 0x3F)) << U64(24))
-    ), 4
-
-
-@kernel(inline="always")
 def _char(buf, i, end, raw, table):
     """(bytes of the character at ``i`` as the tokenizer sees it, packed little-endian; their
     count; the character's length in ``buf``): ASCII lower-cased, other characters mapped by
-    ``table`` in a raw row, else as they are."""
+    ``table`` in a raw row (to up to 7 bytes), else as they are."""
     b = buf[i]
     if b < 0x80:
         return U64(LOWER[b]), 1, 1
     if raw:
         cp, step = _decode(buf, i, end)
-        packed, n = _utf8(table[cp])
-        return packed, n, step
+        v = table[cp]
+        return U64(v) & U64(0x00FFFFFFFFFFFFFF), v >> 56, step
     packed = U64(b)
     n = 1
     i += 1
@@ -649,8 +669,12 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
                 wh, ww, wshift = _feed(wh, ww, wshift, (packed >> U64(8 * q)) & U64(0xFF))
             wn += n
             i += step
-            if char:  # a character token
-                t = _mix(packed ^ (U64(n) << U64(56)) ^ TOKEN_SEED)
+            pos = 0
+            while char and pos < n:  # a character token per code point
+                width = _width(np.int64((packed >> U64(8 * pos)) & U64(0xFF)))
+                _, one = _decode_packed(packed, pos, width)
+                pos += width
+                t = _mix(one ^ (U64(width) << U64(56)) ^ TOKEN_SEED)
                 acc = acc * GOLDEN + t - ring[p] * gn
                 ring[p] = t
                 p = p + 1 if p + 1 < ngram else 0

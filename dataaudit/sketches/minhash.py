@@ -441,7 +441,7 @@ def _row_stats(arr: pa.Array, table: np.ndarray | None) -> tuple:
     words, chars, cps, hits = (np.empty(n, np.int64) for _ in range(4))
     status = np.empty(n, np.uint8)
     mapped = table is not None
-    table = table if mapped else np.zeros(0, np.int32)
+    table = table if mapped else np.zeros(0, np.int64)
     script = _no_space_table()
     _map(
         lambda lo, hi: scan_rows(
@@ -466,9 +466,9 @@ def sketch(
     compiled pass per row (two threads on a large batch), equal to what the separate steps give
     on the tokenizable text.
 
-    ``arr`` is tokenizable text (``table=None``), or raw text with ``table`` (int32 per code
-    point: the lower-case mapping that tokenizable text applies to it, ``-1`` where more than a
-    mapping is needed: NFKC, casefold specials; see
+    ``arr`` is tokenizable text (``table=None``), or raw text with ``table`` (int64 per code
+    point: the UTF-8 bytes tokenizable text has for it, packed, their count in the top byte;
+    ``-1`` where more than a mapping is needed: NFKC, casefold specials; see
     ``dataaudit.features.normalize.lower_table``) and ``normalize`` (raw text -> tokenizable
     text), which is applied only to the rows holding a character without a mapping. ASCII rows
     are never copied. ``unit``: "word", "char" or "auto" (as :func:`shingle_auto`).
@@ -506,7 +506,7 @@ def sketch(
     seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
     gn = U64(pow(int(GOLDEN), ngram, 1 << 64))  # the rolling shingle hash drops t * GOLDEN**ngram
     probes = _probe_table(max(num_perm, 1), seed)
-    table = table if table is not None else np.full(1, -1, np.int32)
+    table = table if table is not None else np.full(1, -1, np.int64)
     rest = (raw, cjk, table, ngram, seed_mix, True, gn, set_offsets, sig, probes, SENTINEL)
     rest += (EMPTY_HASH, keys, values)
     _map(lambda lo, hi: sketch_rows(data, offsets, lo, hi, *rest), _ranges(n))
