@@ -104,11 +104,12 @@ def _sketch_feature(
 
 def _shingled(batch: Batch, ngram: int, unit: str, seed: int) -> Sketch:
     """A sketch of the batch with these shingle parameters, whatever its ``num_perm``: the one
-    already computed, or one without signatures."""
+    already computed, or one with the default 128 signature bins (the bins cost little beside
+    the pass, and a rule asking for the sets or units first then finds its signatures too)."""
     for done in batch.cached_any("_sketch"):
         if done.params == (ngram, unit, seed):
             return done
-    return batch.feature("_sketch", num_perm=0, ngram=ngram, unit=unit, seed=seed)
+    return batch.feature("_sketch", ngram=ngram, unit=unit, seed=seed)
 
 
 @register_feature("minhash")
