@@ -135,17 +135,29 @@ def shingle(
 #: rows of a batch from which the compiled passes run on two threads (the kernels release the
 #: GIL); below it the threads' hand-off costs more than they save (bench/bench_dedup.py)
 THREAD_ROWS = 2048
+#: or text bytes (the fused pass): JSON Lines come in batches of ~1 MB (a few hundred long
+#: documents), which take ~5 ms of compiled work, where a hand-off to a thread costs ~0.1 ms
+THREAD_BYTES = 128 << 10
 _POOL: list = []
 
 
-def _ranges(n: int) -> list[tuple[int, int]]:
-    """Row ranges to process on separate threads: two halves of a large batch on a machine with
-    two or more cores, when not already in a worker process of the parallel engine."""
+def _ranges(n: int, offsets: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Row ranges to process on separate threads: two halves of a large batch (``THREAD_ROWS``
+    rows, or ``THREAD_BYTES`` of text when its row ``offsets`` are given: then halves of the
+    bytes) on a machine with two or more cores, when not already in a worker process of the
+    parallel engine."""
     import multiprocessing
 
-    if n < THREAD_ROWS or (os.cpu_count() or 1) < 2 or multiprocessing.parent_process():
+    big = n >= THREAD_ROWS or (
+        offsets is not None and n >= 2 and offsets[n] - offsets[0] >= THREAD_BYTES
+    )
+    if not big or (os.cpu_count() or 1) < 2 or multiprocessing.parent_process():
         return [(0, n)]
-    return [(0, n // 2), (n // 2, n)]
+    if offsets is None:
+        return [(0, n // 2), (n // 2, n)]
+    cut = int(np.searchsorted(offsets, (offsets[0] + offsets[n]) // 2))
+    cut = min(max(cut, 1), n - 1)
+    return [(0, cut), (cut, n)]
 
 
 def _map(fn, ranges: list[tuple[int, int]]) -> list:
@@ -447,7 +459,7 @@ def _row_stats(arr: pa.Array, table: np.ndarray | None) -> tuple:
         lambda lo, hi: scan_rows(
             data, offsets, lo, hi, mapped, table, script, words, chars, cps, hits, status
         ),
-        _ranges(n),
+        _ranges(n, offsets),
     )
     return offsets, data, words, chars, (hits > 0) & (hits * 10 >= cps * 3), status
 
@@ -509,7 +521,7 @@ def sketch(
     table = table if table is not None else np.full(1, -1, np.int64)
     rest = (raw, cjk, table, ngram, seed_mix, True, gn, set_offsets, sig, probes, SENTINEL)
     rest += (EMPTY_HASH, keys, values)
-    _map(lambda lo, hi: sketch_rows(data, offsets, lo, hi, *rest), _ranges(n))
+    _map(lambda lo, hi: sketch_rows(data, offsets, lo, hi, *rest), _ranges(n, offsets))
     code = np.where(cjk, 2, 1).astype(np.uint8)
     return Sketch(
         sig,
