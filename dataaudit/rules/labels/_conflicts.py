@@ -47,13 +47,13 @@ def _label_ids(batch: Batch, mode: str, vocab: dict[int, str]) -> np.ndarray:
         return np.asarray(batch.feature("normalized_hash", view="response_text"), np.uint64)
     values = batch.feature("label").values
     h = xxhash.xxh3_64_intdigest
-    ids = np.zeros(len(values), np.uint64)
-    for i, v in enumerate(values):
+    # each distinct class key hashed once (a batch has few classes and many rows)
+    codes: dict[str | None, int] = {None: 0}
+    for v in dict.fromkeys(values):
         if v is not None:
-            k = h(v.encode("utf-8", "surrogatepass")) or 1
-            ids[i] = k
+            k = codes[v] = h(v.encode("utf-8", "surrogatepass")) or 1
             vocab.setdefault(k, v)
-    return ids
+    return np.fromiter((codes[v] for v in values), np.uint64, len(values))
 
 
 def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -179,18 +179,19 @@ def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
 
 
 # -- the keyed form (LBL001): rows meet by key in the engine's keyed stage ----------------------
-# Per labeled row with an input: its normalized-input hash as key (``band`` -1), so an exact group
-# meets in one partition. With near-duplicate grouping, every row with shingles (labeled or not:
-# two labeled rows also join through a row without a label) emits one key per LSH band (the key
-# ``signature_keys`` gives that band, ``band`` its index) with its whole signature, so a
-# partition holds every row of a band bucket and verifies its candidate pairs by estimate where
-# they meet: the same buckets, candidates and verification as the in-process search
-# (:func:`dataaudit.sketches.lsh.near_duplicate_pairs`), hence the same clusters. Every emitted
-# row of a row carries the same payload (``y`` label id, 0 without one; ``h`` input hash; ``snip``;
-# ``id``), so a cluster's members show theirs whichever key brought them.
+# Keys: per labeled row with an input, its normalized-input hash (``band`` -1), so an exact
+# group meets in one partition; with near-duplicate grouping, per row with shingles (labeled or
+# not: two labeled rows also join through a row without a label) one key per LSH band (the key
+# ``signature_keys`` gives that band, ``band`` its index) with the hash of its whole signature
+# (``full``): 25 bytes a key, no signature. A partition names the candidate pairs of its
+# buckets, the ones :func:`dataaudit.sketches.lsh.near_duplicate_pairs` takes from them; the
+# engine brings each pair to its ends' payload (``emit_rows``: label id ``y``, input hash ``h``,
+# snippet, id and signature, stored once per row), where :func:`verify_pairs` keeps it. The same
+# buckets, candidates and verification as the in-process search, hence the same clusters.
 
 EXACT_BAND = -1
 SIG_BYTES = MINHASH["num_perm"] * 4
+MEMBER_COLUMNS = ("y", "h", "snip", "id")  # what a cluster member brings to the finish
 
 
 def keyed_start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
@@ -225,99 +226,131 @@ def keyed_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {**a, "splits": a["splits"].merge(b["splits"]), "vocab": {**b["vocab"], **a["vocab"]}}
 
 
-def _signature_column(sig: np.ndarray) -> pa.Array:
-    """(n, num_perm) uint32 signatures as one binary value per row (no copy beyond one)."""
-    data = np.ascontiguousarray(sig, np.uint32)
-    n = len(data)
-    offsets = np.arange(n + 1, dtype=np.int64) * SIG_BYTES
+def _signature_column(sig: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """(n, num_perm) uint32 signatures as one binary value per row, empty where not ``valid``."""
+    data = np.ascontiguousarray(sig[valid], np.uint32)
+    offsets = np.zeros(len(valid) + 1, np.int64)
+    np.cumsum(np.where(valid, SIG_BYTES, 0), out=offsets[1:])
     return pa.Array.from_buffers(
-        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data.reshape(-1))]
+        pa.large_binary(), len(valid), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 
-def _signatures(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Back from :func:`_signature_column`: (n, num_perm) uint32 (rows of equal length)."""
+def _signatures(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Back from :func:`_signature_column`: (n, num_perm) uint32 (zeros where a row has none)
+    and which rows have one."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
-    n = len(arr)
+    n, k = len(arr), MINHASH["num_perm"]
+    sig = np.zeros((n, k), np.uint32)
     if n == 0:
-        return np.empty((0, MINHASH["num_perm"]), np.uint32)
+        return sig, np.zeros(0, bool)
     offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + n + 1]
-    if arr.null_count or not (np.diff(offsets) == SIG_BYTES).all():
-        raise ValueError("LBL001: a band row without its full MinHash signature")
-    data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    return data.view(np.uint32).reshape(n, MINHASH["num_perm"])
+    lengths = np.diff(offsets)
+    valid = lengths == SIG_BYTES
+    if not ((lengths == 0) | valid).all():
+        raise ValueError("LBL001: a MinHash signature of the wrong length")
+    if valid.any():  # the valid rows' values are one run of bytes (the others have none)
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        data = np.frombuffer(arr.buffers()[2], np.uint8, hi - lo, lo)
+        sig[valid] = (
+            data.view(np.uint32).reshape(-1, k)
+            if lo % 4 == 0
+            else data.copy().view(np.uint32).reshape(-1, k)
+        )
+    return sig, valid
 
 
-def emit(state: dict[str, Any], batch: Batch, bands: int, per_band: int) -> pa.Table | None:
-    """The batch's keyed rows (see above); ``bands`` x ``per_band``: the LSH banding."""
-    if batch.num_rows == 0:
-        return None
+def _rows_of(state: dict[str, Any], batch: Batch):
+    """(input hash, label id, positions of labeled rows, signatures, positions with shingles)."""
     hashes, ids = _kept(batch, state["mode"], {})
     labeled = np.flatnonzero(ids != 0)
-    rows = np.asarray(batch.row_ids, np.int64)
-    near = np.empty(0, np.int64)
-    sig = None
+    near, sig = np.empty(0, np.int64), None
     if state["near"]:
         from ...sketches.minhash import empty_rows
 
         sig = np.asarray(batch.feature("minhash", **MINHASH))
         near = np.flatnonzero(~empty_rows(sig)) if len(sig) else near
+    return hashes, ids, labeled, sig, near
+
+
+def emit(state: dict[str, Any], batch: Batch, bands: int, per_band: int) -> pa.Table | None:
+    """The batch's keys (see above); ``bands`` x ``per_band``: the LSH banding."""
+    if batch.num_rows == 0:
+        return None
+    hashes, _, labeled, sig, near = _rows_of(state, batch)
     if not labeled.size and not near.size:
         return None
-    # the payload per row of the batch (then taken per emitted row)
-    snip = None
-    if state["snip"]:
-        text = pc.utf8_slice_codeunits(batch.input_text, 0, state["snip"] + SNIPPET_EXTRA)
-        mask = np.zeros(batch.num_rows, bool)
-        mask[labeled] = True
-        snip = pc.if_else(
-            pa.array(mask), text.cast(pa.large_string()), pa.scalar(None, pa.large_string())
-        )
-    row_ids = id_column(batch)
     keys, band, at = [hashes[labeled]], [np.full(labeled.size, EXACT_BAND, np.int8)], [labeled]
+    full = [np.zeros(labeled.size, np.uint64)]
     if near.size:
         from ...sketches.lsh import signature_keys
 
+        whole = signature_keys(sig, rows=near)  # identical signatures: the same key
         for b in range(bands):
             keys.append(signature_keys(sig, b * per_band, (b + 1) * per_band, near))
             band.append(np.full(near.size, b, np.int8))
             at.append(near)
-    take = np.concatenate(at)
+            full.append(whole)
+    rows = np.asarray(batch.row_ids, np.int64)
+    return pa.table(
+        {
+            "key": pa.array(np.concatenate(keys), pa.uint64()),
+            "row": pa.array(rows[np.concatenate(at)], pa.int64()),
+            "band": pa.array(np.concatenate(band), pa.int8()),
+            "full": pa.array(np.concatenate(full), pa.uint64()),
+        }
+    )
+
+
+def emit_rows(state: dict[str, Any], batch: Batch) -> pa.Table | None:
+    """Per row that emitted a key, once: its label id (0 without one), input hash, snippet and
+    id (labeled rows), and its signature (rows with shingles, with near-duplicate grouping)."""
+    if batch.num_rows == 0:
+        return None
+    hashes, ids, labeled, sig, near = _rows_of(state, batch)
+    has = np.zeros(batch.num_rows, bool)
+    has[labeled] = True
+    has[near] = True
+    take = np.flatnonzero(has)
+    if not take.size:
+        return None
     idx = pa.array(take)
+    is_labeled = ids[take] != 0
     cols: dict[str, Any] = {
-        "key": pa.array(np.concatenate(keys), pa.uint64()),
-        "row": pa.array(rows[take], pa.int64()),
-        "band": pa.array(np.concatenate(band), pa.int8()),
+        "row": pa.array(np.asarray(batch.row_ids, np.int64)[take], pa.int64()),
         "y": pa.array(ids[take], pa.uint64()),
-        "h": pa.array(hashes[take], pa.uint64()),
+        "h": pa.array(np.where(is_labeled, hashes[take], np.uint64(0)), pa.uint64()),
     }
-    if snip is not None:
-        cols["snip"] = snip.take(idx)
+    if state["snip"]:
+        text = batch.input_text.take(idx).cast(pa.large_string())
+        text = pc.utf8_slice_codeunits(text, 0, state["snip"] + SNIPPET_EXTRA)
+        cols["snip"] = pc.if_else(pa.array(is_labeled), text, pa.scalar(None, pa.large_string()))
+    row_ids = id_column(batch)
     if row_ids is not None:
         cols["id"] = row_ids.take(idx)
     if sig is not None:
-        # the signature on band rows only (the exact rows' are null: nothing reads them)
-        one = _signature_column(sig[near] if near.size else sig[:0])
-        nulls = pa.nulls(labeled.size, pa.large_binary())
-        cols["sig"] = pa.concat_arrays([nulls, *([one] * bands)]) if near.size else nulls
+        with_sig = np.zeros(batch.num_rows, bool)
+        with_sig[near] = True
+        cols["sig"] = _signature_column(sig[take], with_sig[take])
     return pa.table(cols)
 
 
-def edges(part: pa.Table, threshold: float) -> pa.Table:
-    """Verified edges of one partition (sorted by key, split, row): exact groups chained, and
-    per LSH band bucket what :func:`dataaudit.sketches.lsh.near_duplicate_pairs` takes from it
-    (identical signatures joined to their first row unverified, the other rows of the bucket
-    paired with its first and previous row and kept at estimate >= ``threshold``)."""
+def edges(part: pa.Table) -> pa.Table:
+    """Candidate pairs of one partition (sorted by key, split, row): exact groups chained, and
+    per LSH band bucket the pairs :func:`dataaudit.sketches.lsh.near_duplicate_pairs` takes
+    from it (rows with identical signatures to their first row, the bucket's other rows to its
+    first and previous one)."""
     band = part.column("band").to_numpy()
     row = part.column("row").to_numpy()
     key = part.column("key").to_numpy()
     split = part.column("split")
-    scode = np.asarray(pc.dictionary_encode(split).combine_chunks().indices, np.int64)
+    split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
+    scode = np.asarray(split.dictionary_encode().indices.to_numpy(zero_copy_only=False), np.int64)
     a_parts: list[np.ndarray] = []
     b_parts: list[np.ndarray] = []
-    # exact: the label rows of one (key, split), in row order, each to the one before
+    # exact: the labeled rows of one (key, split), in row order, each to the one before
     ex = np.flatnonzero(band == EXACT_BAND)
     if ex.size > 1:
         same = (key[ex][1:] == key[ex][:-1]) & (scode[ex][1:] == scode[ex][:-1])
@@ -326,30 +359,26 @@ def edges(part: pa.Table, threshold: float) -> pa.Table:
         b_parts.append(ex[link + 1])
     nr = np.flatnonzero(band != EXACT_BAND)
     if nr.size > 1:
-        from ...sketches.lsh import signature_keys
-
-        sig = _signatures(part.column("sig").take(pa.array(nr)))
-        full = signature_keys(sig)  # identical signatures: the same full key
-        a, b = _band_pairs(scode[nr], band[nr], key[nr], full, row[nr], sig, threshold)
+        full = part.column("full").to_numpy()[nr]
+        a, b = _band_pairs(scode[nr], band[nr], key[nr], full, row[nr])
         a_parts.append(nr[a])
         b_parts.append(nr[b])
     a = np.concatenate(a_parts) if a_parts else np.empty(0, np.int64)
     b = np.concatenate(b_parts) if b_parts else np.empty(0, np.int64)
     ia, ib = pa.array(a), pa.array(b)
+    rows = part.column("row")
     return pa.table(
         {
             "split_a": split.take(ia),
-            "row_a": part.column("row").take(ia),
+            "row_a": rows.take(ia),
             "split_b": split.take(ib),
-            "row_b": part.column("row").take(ib),
+            "row_b": rows.take(ib),
         }
     )
 
 
-def _band_pairs(scode, band, key, full, row, sig, threshold):
-    """Positions (a, b) of the verified pairs among band rows (see :func:`edges`)."""
-    from ...sketches.minhash import jaccard_estimate
-
+def _band_pairs(scode, band, key, full, row):
+    """Positions (a, b) of the candidate pairs among band rows (see :func:`edges`)."""
     # buckets (split, band, key); within one, identical signatures (full key) then rows
     o = np.lexsort((row, full, key, band, scode))
     s, bd, k, f = scode[o], band[o], key[o], full[o]
@@ -357,45 +386,42 @@ def _band_pairs(scode, band, key, full, row, sig, threshold):
     new_bucket[1:] = (s[1:] != s[:-1]) | (bd[1:] != bd[:-1]) | (k[1:] != k[:-1])
     new_group = new_bucket.copy()
     new_group[1:] |= f[1:] != f[:-1]
-    # identical signatures (seen in band 0, where every row with shingles is): each to its first
+    # identical signatures (in band 0, where every row with shingles is): each to its first
     group_first = o[np.maximum.accumulate(np.where(new_group, np.arange(len(o)), 0))]
     dup = np.flatnonzero(~new_group & (bd == 0))
     ea, eb = group_first[dup], o[dup]
-    # the bucket's representatives (first of their signature) in row order: each to the first
-    # and to the previous one, then verified
+    # the bucket's representatives (first of their signature) in row order: each to the
+    # bucket's first and to the previous one
     reps = o[new_group]
-    o2 = np.lexsort((row[reps], key[reps], band[reps], scode[reps]))
-    r = reps[o2]
-    same = (
-        (scode[r][1:] == scode[r][:-1])
-        & (band[r][1:] == band[r][:-1])
-        & (key[r][1:] == key[r][:-1])
-    )
+    r = reps[np.lexsort((row[reps], key[reps], band[reps], scode[reps]))]
+    same = (scode[r][1:] == scode[r][:-1]) & (band[r][1:] == band[r][:-1])
+    same &= key[r][1:] == key[r][:-1]
     new = np.concatenate([[True], ~same])
     first = r[np.maximum.accumulate(np.where(new, np.arange(len(r)), 0))]
     member = np.flatnonzero(~new)
-    ca = np.concatenate([first[member], r[member - 1]])
-    cb = np.concatenate([r[member], r[member]])
-    # one check per distinct pair of rows (a pair meets in several bands); any entry of a row
-    # holds its signature
-    ra, rb = row[ca], row[cb]
-    lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
-    keep = np.flatnonzero(lo != hi)
-    if keep.size:
-        order = np.lexsort((hi[keep], lo[keep], scode[ca[keep]]))
-        k = keep[order]
-        distinct = np.ones(k.size, bool)
-        distinct[1:] = (
-            (lo[k][1:] != lo[k][:-1])
-            | (hi[k][1:] != hi[k][:-1])
-            | (scode[ca[k]][1:] != scode[ca[k]][:-1])
-        )
-        k = k[distinct]
-        ok = jaccard_estimate(sig[ca[k]], sig[cb[k]]) >= threshold
-        ca, cb = ca[k[ok]], cb[k[ok]]
-    else:
-        ca, cb = ca[:0], cb[:0]
-    return np.concatenate([ea, ca]), np.concatenate([eb, cb])
+    ca = np.concatenate([ea, first[member], r[member - 1]])
+    cb = np.concatenate([eb, r[member], r[member]])
+    return ca, cb
+
+
+def verify_pairs(pairs: pa.Table, rows: pa.Table, threshold: float) -> pa.Table:
+    """The candidate pairs to keep: two labeled rows with the same input (an exact group), two
+    identical signatures (joined unverified, as in-process), or a signature estimate >=
+    ``threshold``. Decided from the rows alone, so a pair named twice (an exact and a band
+    candidate) is kept or dropped the same way whichever copy the engine keeps."""
+    from ...sketches.minhash import jaccard_estimate
+
+    a = pairs.column("at_a").to_numpy()
+    b = pairs.column("at_b").to_numpy()
+    y = rows.column("y").to_numpy()
+    h = rows.column("h").to_numpy()
+    ok = (y[a] != 0) & (y[b] != 0) & (h[a] == h[b])
+    if "sig" in rows.column_names:
+        sig, valid = _signatures(rows.column("sig"))
+        check = np.flatnonzero(~ok & valid[a] & valid[b])
+        sa, sb = sig[a[check]], sig[b[check]]
+        ok[check] = (sa == sb).all(axis=1) | (jaccard_estimate(sa, sb) >= threshold)
+    return pairs.select(["split_a", "row_a", "split_b", "row_b"]).filter(pa.array(ok))
 
 
 def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts]:

@@ -33,12 +33,13 @@ class ConflictingLabels(Rule):
         responses are reported as info (several good answers can be fine; a model learns their
         average).
         Cost: no process holds every row. The rows meet in the engine's keyed stage (on disk
-        locally, through the object store on Ray): each labeled row emits its input hash with
-        its label id, id and a snippet bounded by the report's example length; with
-        near_duplicates every row with shingles also emits one key per LSH band (18 at the
-        default threshold) with its 128 MinHash values (~0.5 KB), so a band bucket's pairs are
-        verified where they meet. The state holds counts and the label names; the finish sees
-        only the rows of near-duplicate or same-input clusters.
+        locally, through the object store on Ray): each labeled row emits its input hash as a
+        key and, with near_duplicates, each row with shingles one key per LSH band (18 at the
+        default threshold, 25 bytes each); each row's label id, id, snippet (bounded by the
+        report's example length) and 128 MinHash values (~0.5 KB) are stored once and meet
+        the candidate pairs that name the row, where the pairs are verified. The state holds
+        counts and the label names; the finish sees only the rows of conflicting clusters'
+        candidates.
 
     Why it matters:
         The same input with two labels is either an annotation error or an ill-defined class
@@ -64,8 +65,7 @@ class ConflictingLabels(Rule):
     severity = Severity.WARN
     requires = ("input",)
     keyed = True  # rows meet by input hash and LSH band in the engine's keyed stage
-    verify_columns = ("sig",)  # the signatures verify pairs in their partition, no further
-    partitions = 64  # a band row carries its 512-byte signature: smaller partitions to sort
+    member_columns = _conflicts.MEMBER_COLUMNS  # what a cluster member brings to finish_keyed
 
     def __init__(
         self, near_duplicates: bool = True, threshold: float = 0.8, max_findings: int = 100
@@ -111,12 +111,19 @@ class ConflictingLabels(Rule):
 
     def emit(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
         """Per labeled row its normalized-input hash; with near duplicates, per row with
-        shingles one key per LSH band with its signature (see ``_conflicts``)."""
+        shingles one key per LSH band (see ``_conflicts``)."""
         bands, per_band = choose_bands(float(self.threshold), MINHASH["num_perm"])
         return _conflicts.emit(state, batch, bands, per_band)
 
+    def emit_rows(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
+        """Once per row that emitted a key: its label, input hash, snippet, id and signature."""
+        return _conflicts.emit_rows(state, batch)
+
     def edges(self, part: pa.Table) -> pa.Table:
-        return _conflicts.edges(part, float(self.threshold))
+        return _conflicts.edges(part)
+
+    def verify_pairs(self, pairs: pa.Table, rows: pa.Table) -> pa.Table:
+        return _conflicts.verify_pairs(pairs, rows, float(self.threshold))
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         raise RuntimeError(
