@@ -27,9 +27,11 @@ change; a task that still fails stops the scan like a dead worker process in the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +40,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError, DataAuditError, InputError
 from ..identity import SplitIdentity
+from ..inputs.notes import InputLog, InputNote
 from . import keyed, parallel
 from .progress import Progress
 from .reportable import check_result
@@ -189,12 +192,162 @@ def _read_units(
     return chunk
 
 
+class _SegmentLog(InputLog):
+    """A worker's input log, emptied at each batch, so the driver replays each note where the
+    stream would have made it: before that batch's shape is decided."""
+
+    def take(self) -> list[InputNote]:
+        notes = self.notes
+        self._notes = {}
+        return notes
+
+
+class _NeedsLines(Exception):
+    """A range read whose first line number is not known yet made a note (it names lines)."""
+
+
+class _StrictLog(_SegmentLog):
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NeedsLines
+
+
+@dataclass
+class _Piece:
+    """What a read task reads of one file: all of it with its format's reader, or (``ends``)
+    a run of the JSON Lines reader's blocks, from ``ends[0]`` to ``ends[-1]``."""
+
+    split: str
+    path: Any
+    ends: list[int] | None = None
+    #: lines of the file before the range; None: not known yet (read, and read again with it
+    #: if a note or an error must name a line)
+    first_line: int | None = 0
+    #: the file's columns as pyarrow typed them before the range; ``_FROM_FIRST``: those the
+    #: read of the file's first block returned (the task's argument after the pieces)
+    schema: Any = None
+
+
+_FROM_FIRST = "from the file's first block"
+
+
+@dataclass
+class _ReadMeta:
+    """What the driver needs of a worker's read (the rows stay in the object store): per
+    batch (piece, rows, schema, first non-null row of each column the corpus schema lacks),
+    the notes made before batch i as (i, notes), per range piece its lines and the schema
+    after it, and the seconds spent. ``retry``: read it again with its first line and schema
+    (a note had to name a line, or the file's first block typed no columns)."""
+
+    batches: list[tuple[int, int, pa.Schema, dict[str, int]]] = field(default_factory=list)
+    notes: list[tuple[int, list[InputNote]]] = field(default_factory=list)
+    lines: dict[int, int] = field(default_factory=dict)
+    schemas: dict[int, pa.Schema | None] = field(default_factory=dict)
+    seconds: float = 0.0
+    retry: bool = False
+
+
+def _read_files(
+    pieces: list[_Piece], batch_size: int, on_bad_lines: str, known: set[str], *first: _ReadMeta
+) -> tuple[_ReadMeta, list[pa.RecordBatch]]:
+    """Files, or ranges of a JSON Lines file, read here with the local engine's readers (same
+    batches, same bad-line policy, same messages with their line numbers): their batches for
+    the object store, and their shapes and notes for the driver, which knows the stream's order
+    (row ids, late columns). ``first``: the read of the file's first block, for its schema."""
+    from ..inputs.arrow import plain_batch
+    from ..inputs.shape import first_valid
+
+    t0 = time.perf_counter()
+    log = _SegmentLog()
+    meta, out = _ReadMeta(), []
+    for index, piece in enumerate(pieces):
+        log.current_split = piece.split
+        try:
+            source = _piece_batches(piece, index, batch_size, on_bad_lines, log, meta, first)
+            for rb in source:
+                if not rb.num_rows:
+                    continue
+                notes = log.take()
+                if notes:
+                    meta.notes.append((len(out), notes))
+                rb = plain_batch(rb)
+                found = first_valid(rb)
+                late = {name: found(name) for name in rb.schema.names if name not in known}
+                meta.batches.append((index, rb.num_rows, rb.schema, late))
+                out.append(rb)
+        except _NeedsLines:
+            return _ReadMeta(retry=True), []
+        notes = log.take()
+        if notes:
+            meta.notes.append((len(out), notes))
+    meta.seconds = time.perf_counter() - t0
+    return meta, out
+
+
+def _piece_batches(
+    piece: _Piece,
+    index: int,
+    batch_size: int,
+    on_bad_lines: str,
+    log: _SegmentLog,
+    meta: _ReadMeta,
+    first: tuple[_ReadMeta, ...],
+) -> Iterator[pa.RecordBatch]:
+    from ..inputs.files import file_batches
+    from ..inputs.source import Reading
+
+    if piece.ends is None:
+        yield from file_batches(piece.path, Reading(log, on_bad_lines))(batch_size)
+        return
+    from ..inputs.jsonl import iter_jsonl
+    from ..inputs.ranges import RangePath
+
+    schema = piece.schema
+    if isinstance(schema, str):  # _FROM_FIRST (a copy: the piece was pickled)
+        schema = first[0].schemas.get(0) if first else None
+        if schema is None:  # the first block typed nothing: the blocks before decide
+            raise _NeedsLines
+    strict = piece.first_line is None
+    where = RangePath(piece.path, piece.ends)
+    reader = iter_jsonl(
+        where,
+        batch_size,
+        on_bad_lines=on_bad_lines,
+        log=_StrictLog() if strict else log,
+        first_line=piece.first_line or 0,
+        schema=schema,
+    )
+    try:
+        meta.schemas[index] = yield from reader
+    except InputError:
+        if strict:  # its message names a line: read again knowing the first one
+            raise _NeedsLines from None
+        raise
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{piece.path}: not UTF-8 text ({exc.reason} at byte {exc.start}); re-encode it "
+            "as UTF-8."
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{piece.path}: cannot read the file ({exc.strerror or exc}).") from None
+    meta.lines[index] = where.newlines
+
+
+@dataclass
+class _Layout:
+    """Where a worker's read batches go in the stream: (split, first row, columns to add as
+    nulls) per batch, decided by the driver in input order."""
+
+    batches: list[tuple[str, int, list[pa.Field]]]
+    #: the first of the read's batches these are (a large read folds in several tasks)
+    start: int = 0
+
+
 def _fold(
     rules: list,
     ctx_blob: bytes,
     key: str,
     active: list[bool],
-    units: list[tuple[str, int, Any, list[int]]] | None,
+    units: list[tuple[str, int, Any, list[int]]] | _Layout | None,
     batch_size: int,
     shuffle: list[tuple[int, int]],
     *chunk: Any,
@@ -203,7 +356,21 @@ def _fold(
     With keyed rules (``shuffle``: their index and partitions), their rows of this chunk come
     back too, one return value per rule and partition: the shuffle's map side."""
     _load(key, rules, ctx_blob)
-    batches = chunk[0] if units is None else _read_units(units, batch_size)
+    if units is None:
+        batches = chunk[0]
+    elif isinstance(units, _Layout):  # a worker's read: shaped as the driver decided
+        from ..inputs.shape import with_nulls
+
+        batches = [
+            (split, row, with_nulls(rb, fields))
+            for (split, row, fields), rb in zip(
+                units.batches,
+                chunk[0][units.start : units.start + len(units.batches)],
+                strict=True,
+            )
+        ]
+    else:
+        batches = _read_units(units, batch_size)
     part = parallel._fold_chunk(batches, active, "memory" if shuffle else None)
     if not shuffle:
         return part
@@ -213,7 +380,7 @@ def _fold(
 
 def _edges(
     rules: list, ctx_blob: bytes, key: str, index: int, splits: list[str], *pieces: Any
-) -> tuple[Any, str | None]:
+) -> tuple[Any, Any, str | None]:
     """One partition of a keyed rule (its pieces from every fold task) into verified edges:
     the shuffle's reduce side, on the worker that holds the pieces."""
     _load(key, rules, ctx_blob)
@@ -221,9 +388,70 @@ def _edges(
     tables = [t for t in pieces if t is not None]
     try:
         part = pa.concat_tables(tables) if tables else None
-        return keyed.edges_of(rule, part, splits), None
+        return keyed.edges_of(rule, part, splits), None, None
     except RULE_FAILURES as exc:
-        return None, error_message(exc)
+        return None, None, error_message(exc)
+
+
+# The verification hop of a keyed rule that verifies (keyed.candidates_of, join_first,
+# verify_part), each step on the worker that holds its pieces. A rule's error travels on as a
+# string in place of a piece, and the rule's finish reports it.
+def _concat(pieces: tuple[Any, ...]) -> pa.Table | None:
+    tables = [t for t in pieces if t is not None and t.num_rows]
+    return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def _failed(pieces: tuple[Any, ...]) -> str | None:
+    return next((p for p in pieces if isinstance(p, str)), None)
+
+
+def _candidates(
+    rules: list, ctx_blob: bytes, key: str, index: int, splits: list[str], parts: int, *pieces: Any
+) -> Any:
+    """Hop 1: one keyed partition's candidate pairs, cut by the partition of their first end."""
+    _load(key, rules, ctx_blob)
+    rule = parallel._WORKER["rules"][index][0]
+    try:
+        out: list[Any] = keyed.candidates_of(rule, _concat(pieces), splits, parts)
+    except RULE_FAILURES as exc:
+        out = [error_message(exc)] * parts
+    return out if parts > 1 else out[0]
+
+
+def _join(splits: list[str], parts: int, n: int, *pieces: Any) -> list[Any]:
+    """Hop 2a: the pairs of one partition of first ends (``n`` pieces), then its payload rows."""
+    failed = _failed(pieces)
+    if failed is not None:
+        return [failed] * (2 * parts)
+    try:
+        return keyed.join_first(_concat(pieces[:n]), _concat(pieces[n:]), splits, parts)
+    except Exception as exc:
+        return [error_message(exc)] * (2 * parts)
+
+
+def _verify(
+    rules: list,
+    ctx_blob: bytes,
+    key: str,
+    index: int,
+    splits: list[str],
+    n: int,
+    *pieces: Any,
+) -> tuple[Any, Any, str | None]:
+    """Hop 2b: the pairs (``n`` pieces) and first ends (``n``) sent to one partition of second
+    ends, then its payload rows: the rule's accepted edges and their ends' payload."""
+    failed = _failed(pieces)
+    if failed is not None:
+        return None, None, failed
+    _load(key, rules, ctx_blob)
+    rule = parallel._WORKER["rules"][index][0]
+    try:
+        edges, members = keyed.verify_part(
+            rule, list(pieces[:n]), list(pieces[n : 2 * n]), _concat(pieces[2 * n :]), splits
+        )
+    except RULE_FAILURES as exc:
+        return None, None, error_message(exc)
+    return edges, members, None
 
 
 def _live(part: ScanState) -> ScanState:
@@ -278,7 +506,7 @@ def _finish_rule(
     blob: bytes,
     index: int,
     after: dict[str, Any],
-    *edges: tuple[Any, str | None],
+    *edges: tuple[Any, Any, str | None],
 ) -> RuleRun:
     """One rule's finish on its merged state, where the state is; its result travels back.
     ``after``: the results of the rules it finishes after (``Rule.after``), as ``ctx.results``."""
@@ -296,12 +524,13 @@ def _finish_rule(
         run.error = f"the rule's state cannot be loaded: {error_message(exc)}"
     else:
         ctx.results = after
-        failed = next((error for _, error in edges if error is not None), None)
+        failed = next((error for *_, error in edges if error is not None), None)
         try:
             if failed is not None:
                 run.error = failed
             elif keyed.is_keyed(rule):
-                clusters = keyed.clusters_of([t for t, _ in edges], list(ctx.splits))
+                members = [m for _, m, _ in edges] if keyed.verifies(rule) else None
+                clusters = keyed.clusters_of([t for t, _, _ in edges], list(ctx.splits), members)
                 run.result = rule.finish_keyed(state, clusters, ctx)
             else:
                 run.result = rule.finish(state, ctx)
@@ -323,6 +552,10 @@ class _Tasks:
     summary: Any
     finish: Any
     edges: Any
+    read: Any = None
+    candidates: Any = None  # the verification hop of keyed rules that verify
+    join: Any = None
+    verify: Any = None
 
 
 def _tasks(ray: Any) -> _Tasks:
@@ -333,6 +566,10 @@ def _tasks(ray: Any) -> _Tasks:
         ray.remote(**opts)(_summary),
         ray.remote(**opts)(_finish_rule),
         ray.remote(**opts)(_edges),
+        ray.remote(num_returns=2, **opts)(_read_files),
+        candidates=ray.remote(**opts)(_candidates),
+        join=ray.remote(**opts)(_join),
+        verify=ray.remote(**opts)(_verify),
     )
 
 
@@ -397,13 +634,40 @@ class RayScan:
         splits = list(ctx.splits)
 
         def edges(i: int) -> list[Any]:
-            """A keyed rule's partitions, each reduced to edges where its pieces are."""
-            parts = sorted(p for j, p in self.pieces if j == i)
-            return [
-                self.tasks.edges.remote(
-                    self.rules_ref, self.ctx_ref, self.key, i, splits, *self.pieces[(i, p)]
+            """A keyed rule's partitions, each reduced to edges where its pieces are (through
+            the verification hop if the rule verifies: candidates, join, verify)."""
+            rule = state.runs[i].rule
+            if not keyed.verifies(rule):
+                parts = sorted(p for j, p in self.pieces if j == i)
+                return [
+                    self.tasks.edges.remote(
+                        self.rules_ref, self.ctx_ref, self.key, i, splits, *self.pieces[(i, p)]
+                    )
+                    for p in parts
+                ]
+            n, rows = keyed.partitions_of(rule), keyed.rows_index(i)
+            tasks, common = self.tasks, (self.rules_ref, self.ctx_ref, self.key, i, splits)
+            cand = []
+            for p in range(n):
+                refs = tasks.candidates.options(num_returns=n).remote(
+                    *common, n, *self.pieces.get((i, p), [])
                 )
-                for p in parts
+                cand.append(refs if n > 1 else [refs])
+            joined = [
+                tasks.join.options(num_returns=2 * n).remote(
+                    splits, n, n, *[cand[x][p] for x in range(n)], *self.pieces.get((rows, p), [])
+                )
+                for p in range(n)
+            ]
+            return [
+                tasks.verify.remote(
+                    *common,
+                    n,
+                    *[joined[p][q] for p in range(n)],
+                    *[joined[p][n + q] for p in range(n)],
+                    *self.pieces.get((rows, q), []),
+                )
+                for q in range(n)
             ]
 
         # a rule finishes after the rules named in its ``after``, with their results
@@ -523,6 +787,139 @@ def _parquet_units(
                     row += rows
 
 
+def _files_plan(corpus: Corpus) -> dict[str, list[Any]] | None:
+    """Per split, its files (any format), when every split is files (not an in-memory table,
+    a Hugging Face dataset or a column's partition): the workers read them."""
+    if corpus.split_column is not None:
+        return None
+    plan = {}
+    for name, split in corpus.splits.items():
+        if not split.paths or len(split.paths) != len(split.iter_parts()):
+            return None
+        plan[name] = list(split.paths)
+    return plan
+
+
+def _read_plan(plan: dict[str, list[Any]], target: int) -> Iterator[list[_Piece]]:
+    """The read tasks' pieces in input order: consecutive files up to about ``target`` bytes a
+    task; a larger JSON Lines file in ranges of whole reader blocks of about ``target`` bytes,
+    its first block alone first (its columns type the other ranges, as locally)."""
+    from ..inputs.files import file_format
+    from ..inputs.jsonl import BLOCK_BYTES
+    from ..inputs.location import size_of
+    from ..inputs.ranges import block_ends, splittable
+
+    group: list[_Piece] = []
+    size = 0
+    for split, paths in plan.items():
+        for path in paths:
+            n = size_of(path) or 0
+            if n > target and file_format(path) == "jsonl" and splittable(path):
+                if group:
+                    yield group
+                    group, size = [], 0
+                ends = block_ends(path, n, BLOCK_BYTES)
+                yield [_Piece(split, path, [0, ends[0]])]
+                run = [ends[0]]
+                for end in ends[1:]:
+                    run.append(end)
+                    if end - run[0] >= target or end == ends[-1]:
+                        yield [_Piece(split, path, run, None, _FROM_FIRST)]
+                        run = [end]
+                continue
+            group.append(_Piece(split, path))
+            size += n or target
+            if size >= target:
+                yield group
+                group, size = [], 0
+    if group:
+        yield group
+
+
+class _StreamOrder:
+    """The driver's side of the workers' reads: their batches get row ids, shapes and notes in
+    input order, as the corpus stream gives them (same late and missing columns, same notes in
+    the same order, same files list), though no row passes through the driver."""
+
+    def __init__(self, corpus: Corpus, plan: dict[str, list[Any]]):
+        from ..inputs.shape import Shape
+
+        self.corpus = corpus
+        self.shape = Shape(corpus)
+        self.known = self.shape.known()
+        self.offsets: dict[str, int] = {}
+        #: per (split, file) read in ranges: its lines and pyarrow's schema so far
+        self.lines: dict[tuple[str, str], int] = {}
+        self.schemas: dict[tuple[str, str], pa.Schema | None] = {}
+        for name in plan:
+            corpus.files[name] = []
+
+    def place(self, pieces: list[_Piece], meta: _ReadMeta) -> list[tuple[str, int, list[pa.Field]]]:
+        """The read's batches placed in the stream: (split, first row, columns to add) each."""
+        from ..inputs.files import file_format
+
+        log = self.corpus.log
+        notes = dict(meta.notes)
+        piece_rows = [0] * len(pieces)
+        layout = []
+        for i, (piece, rows, schema, late) in enumerate(meta.batches):
+            _replay(log, notes.pop(i, []))
+            split, path = pieces[piece].split, pieces[piece].path
+            log.current_split = split  # the shape's notes name the split, as in the stream
+            row = self.offsets.get(split, 0)
+            fields = self.shape.missing(schema, rows, _first(late), split, row, str(path))
+            layout.append((split, row, fields))
+            self.offsets[split] = row + rows
+            piece_rows[piece] += rows
+        _replay(log, notes.pop(len(meta.batches), []))
+        for index, (piece, rows) in enumerate(zip(pieces, piece_rows)):
+            files = self.corpus.files[piece.split]
+            if piece.ends is not None:  # a range: the file's reader state after it
+                where = (piece.split, str(piece.path))
+                self.lines[where] = self.lines.get(where, 0) + meta.lines[index]
+                self.schemas[where] = meta.schemas[index]
+                if piece.ends[0] > 0:  # not its first: the file's rows grow
+                    files[-1]["rows"] += rows
+                    continue
+            files.append({"path": str(piece.path), "format": file_format(piece.path), "rows": rows})
+        return layout
+
+    def resume(self, piece: _Piece) -> _Piece:
+        """A range to read again, with its first line and schema from the ranges before it."""
+        if piece.ends is None:
+            return piece
+        where = (piece.split, str(piece.path))
+        return dataclasses.replace(
+            piece, first_line=self.lines.get(where, 0), schema=self.schemas.get(where)
+        )
+
+    def close(self) -> None:
+        self.corpus.log.current_split = None
+        self.shape.close()
+
+
+def _first(late: dict[str, int]) -> Any:
+    return lambda name: late.get(name, -1)
+
+
+def _replay(log: InputLog, notes: list[InputNote]) -> None:
+    """A worker's notes into the driver's log, as if made here: counts add up, the first row
+    is the least, places keep their order up to the log's bound."""
+    for note in notes:
+        places = note.places or [None]
+        for k, place in enumerate(places):
+            log.add(
+                note.kind,
+                note.severity,
+                note.message,
+                split=note.split,
+                column=note.column,
+                count=note.count if k == 0 else 0,
+                row=note.first_row if k == 0 else None,
+                place=place,
+            )
+
+
 def _grouped(
     units: Iterable[tuple[str, int, Any, list[int], int]], chunk_rows: int
 ) -> Iterator[tuple[list[tuple[str, int, Any, list[int]]], int]]:
@@ -580,6 +977,7 @@ def scan_ray(
     scan = RayScan(ray, tasks, ray.put(rules), ray.put(ctx_blob), key, engine=describe(ray))
     cpus = max(1, scan.engine["cpus"])
     plan = _parquet_plan(corpus) if batches is None else None
+    files = _files_plan(corpus) if batches is None and plan is None else None
     if chunk_rows is None:
         chunk_rows = parallel.default_chunk_rows(total_rows, cpus)
         if plan is not None and total_rows:  # workers read their rows: fewer, larger chunks
@@ -588,14 +986,15 @@ def scan_ray(
     pending: dict[Any, int] = {}  # fold ref -> rows, for progress and backpressure
     bar = Progress(progress, total_rows, "folding on ray")
 
-    shuffle = [
-        (i, keyed.partitions_of(run.rule))
+    shuffle = [  # a verifying rule's payload rows shuffle beside its keyed rows
+        (store, keyed.partitions_of(run.rule))
         for i, run in enumerate(state.runs)
         if run.active and keyed.is_keyed(run.rule)
+        for store in keyed.stores_of(i, run.rule)
     ]
     fold = tasks.fold.options(num_returns=1 + sum(n for _, n in shuffle))
 
-    def submit(units: list | None, chunk: list[Any], rows: int) -> None:
+    def submit(units: list | _Layout | None, chunk: list[Any], rows: int) -> None:
         active = [run.active for run in state.runs]
         ref = fold.remote(
             scan.rules_ref, scan.ctx_ref, key, active, units, batch_size, shuffle, *chunk
@@ -619,6 +1018,10 @@ def scan_ray(
         if plan is not None:  # the workers read the files' row groups
             for units, rows in _grouped(_parquet_units(corpus, plan, state), chunk_rows):
                 submit(units, [], rows)
+        elif files is not None:  # the workers read the files; the driver orders their batches
+            _read_on_workers(scan, corpus, files, state, batch_size, cpus, submit)
+            if state.stopped is not None:
+                return scan
         else:  # the driver streams, as the local engine; chunks go to the object store
             offsets: dict[str, int] = {}
             if batches is None:
@@ -654,6 +1057,90 @@ def scan_ray(
         bar.close()
     _absorb_summary(state, summary)
     return scan
+
+
+#: bytes of files a read task reads: about 4 tasks per CPU within these bounds (whole files:
+#: a larger file is read alone)
+MIN_READ_BYTES, MAX_READ_BYTES = 1 << 20, 64 << 20
+
+
+def _read_on_workers(
+    scan: RayScan,
+    corpus: Corpus,
+    plan: dict[str, list[Any]],
+    state: ScanState,
+    batch_size: int,
+    cpus: int,
+    submit: Any,
+) -> None:
+    """Read tasks read groups of files on the workers; the driver takes their results in input
+    order (a few in flight), places their batches in the stream and submits one fold task per
+    read, on the read's batches in the object store. A file that cannot be read is the
+    InputError the local engine raises; a read task lost after Ray's retries stops the scan."""
+    from ..inputs.location import size_of
+
+    ray = scan.ray
+    total = sum(size_of(p) or 0 for paths in plan.values() for p in paths)
+    target = max(MIN_READ_BYTES, min(MAX_READ_BYTES, total // (4 * cpus)))
+    order = _StreamOrder(corpus, plan)
+    reads: deque[tuple[list[_Piece], Any, Any]] = deque()
+    firsts: dict[tuple[str, str], Any] = {}  # a file read in ranges -> its first block's read
+
+    def read(pieces: list[_Piece], *first: Any) -> tuple[Any, Any]:
+        return scan.tasks.read.remote(pieces, batch_size, corpus.on_bad_lines, order.known, *first)
+
+    def get(ref: Any) -> _ReadMeta:
+        try:
+            return ray.get(ref)
+        except Exception as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, DataAuditError):
+                raise cause from None
+            raise _ReadFailed(_ray_error(exc)) from None
+
+    def place_oldest() -> None:
+        pieces, meta_ref, data_ref = reads.popleft()
+        meta = get(meta_ref)
+        if meta.retry:  # a range that must know its first line (or schema): read it again
+            pieces = [order.resume(p) for p in pieces]
+            meta_ref, data_ref = read(pieces)
+            meta = get(meta_ref)
+        state.timings.read += meta.seconds
+        layout = order.place(pieces, meta)
+        start, rows = 0, 0
+        for i, (_, n, _, _) in enumerate(meta.batches):  # folds of about MAX_READ_ROWS rows
+            rows += n
+            if rows >= MAX_READ_ROWS or i == len(meta.batches) - 1:
+                submit(_Layout(layout[start : i + 1], start), [data_ref], rows)
+                start, rows = i + 1, 0
+
+    try:
+        for pieces in _read_plan(plan, target):
+            head = pieces[0]
+            where = (head.split, str(head.path))
+            first = [firsts[where]] if isinstance(head.schema, str) else []
+            meta_ref, data_ref = read(pieces, *first)
+            if head.ends is not None and head.ends[0] == 0:
+                firsts[where] = meta_ref
+            reads.append((pieces, meta_ref, data_ref))
+            while len(reads) >= cpus:
+                place_oldest()
+        while reads:
+            place_oldest()
+    except _ReadFailed as exc:
+        parallel._stop_scan(
+            state,
+            f"a task reading the input failed on the cluster after {MAX_RETRIES} retries "
+            f"({exc}); the scan stopped, so this rule has no verdict. Check the cluster's logs "
+            "(a node lost, or out of memory), or run with the local engine.",
+            [],
+        )
+        return
+    order.close()
+
+
+class _ReadFailed(Exception):
+    """A read task failed for another reason than the input (a node lost after retries)."""
 
 
 def _absorb_summary(state: ScanState, part: ScanState) -> None:

@@ -26,9 +26,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    """Chunks of 100 rows: many fold tasks and a merge tree several levels deep."""
+    """Chunks of 100 rows: many fold tasks and a merge tree several levels deep (files the
+    workers read: many reads of small groups of files, folded 100 rows a task)."""
+    from dataaudit.engine import ray as ray_engine
+
     monkeypatch.setattr(parallel_engine, "MIN_CHUNK_ROWS", 100)
     monkeypatch.setattr(parallel_engine, "MAX_CHUNK_ROWS", 100)
+    monkeypatch.setattr(ray_engine, "MAX_READ_ROWS", 100)
+    monkeypatch.setattr(ray_engine, "MIN_READ_BYTES", 1)
 
 
 def _body(report) -> dict[str, Any]:
@@ -208,10 +213,13 @@ def test_keyed_rules_shuffle_through_the_object_store(ray_cluster, small_chunks,
     assert sorted(map(sorted, _clusters(report))) == sorted(map(sorted, expected))
 
 
-def test_100k_rows_of_real_text_give_the_local_report(ray_cluster, fixtures_dir, tmp_path):
+def test_100k_rows_of_real_text_give_the_local_report(
+    ray_cluster, fixtures_dir, tmp_path, monkeypatch
+):
     """The fixtures' real text (fortunes, Python docs) recombined into 100k documents of 1-3
-    texts (seeded), in 4 Parquet files: duplicates and near-duplicates at scale, read by the
-    workers, merged in a tree several levels deep."""
+    texts (seeded), in 2 Parquet files and a JSON Lines file of 50k rows (a column only some
+    rows have): duplicates and near-duplicates at scale, read by the workers (the JSON Lines
+    in byte ranges of 1 MB blocks), merged in a tree several levels deep."""
     import random
 
     texts = [
@@ -224,9 +232,15 @@ def test_100k_rows_of_real_text_give_the_local_report(ray_cluster, fixtures_dir,
     docs = [" ".join(rng.choices(texts, k=rng.randint(1, 3))) for _ in range(100_000)]
     root = tmp_path / "corpus" / "train"
     root.mkdir(parents=True)
-    for i in range(4):
+    for i in range(2):
         part = pa.table({"text": docs[i * 25_000 : (i + 1) * 25_000]})
         pq.write_table(part, root / f"part-{i}.parquet", row_group_size=5_000)
+    with open(root / "part-2.jsonl", "w") as fh:  # one file the workers read in ranges
+        for i, doc in enumerate(docs[50_000:]):
+            fh.write(json.dumps({"text": doc, "n": i} if i % 1000 else {"text": doc}) + "\n")
+    from dataaudit.inputs import jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 1 << 20)
     report = _same(
         tmp_path / "corpus", batch_size=4096, select=["DUP001", "DUP002", "TXT001", "LEN002"]
     )
@@ -266,3 +280,59 @@ def test_a_ray_address_other_than_the_connected_cluster_is_an_error(
     for same in (current, "auto"):
         report = audit(data, engine="ray", ray_address=same, select=["DUP001"])
         assert report.to_dict()["engine"]["cpus"] == 2
+
+
+def _messy_jsonl(root) -> Any:
+    """JSON Lines with what the corpus stream notes: a bad line, a lone surrogate, a column
+    that turns up late, a file without the label column, blank lines; and a CSV split."""
+    (root / "train").mkdir(parents=True)
+    rows = [{"text": f"document {i % 40} about things", "label": i % 3} for i in range(300)]
+    lines = [json.dumps(r) for r in rows]
+    lines[7] = '{"text": "broken'
+    lines[20] = '{"text": "lone \\ud800 surrogate", "label": 1}'
+    lines[30] = ""
+    lines[120] = "[1, 2]"
+    (root / "train" / "a.jsonl").write_text("\n".join(lines[:150]) + "\n")
+    late = [json.dumps({**r, "source": "web"}) for r in rows[150:250]]
+    (root / "train" / "b.jsonl").write_text("\n".join(late) + "\n")
+    no_label = [json.dumps({"text": r["text"]}) for r in rows[250:]]
+    (root / "train" / "c.jsonl").write_text("\n".join(no_label) + "\n{oops\n")
+    (root / "test.csv").write_text(
+        "text,label\n" + "".join(f"test doc {i},{i % 3}\n" for i in range(60))
+    )
+    return root
+
+
+def test_json_lines_and_csv_are_read_on_the_workers_with_the_streams_notes(
+    ray_cluster, small_chunks, tmp_path, monkeypatch
+):
+    """The driver never streams the files (Corpus.stream would raise): the workers read them,
+    the JSON Lines in byte ranges of 1 KB blocks, and the report (row ids, INPUT001's notes
+    with file:line, late and missing columns, the files list) equals the local engine's."""
+    from dataaudit.corpus import Corpus
+    from dataaudit.errors import InputError
+    from dataaudit.inputs import jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 1024)  # the driver plans, the parent reads
+    data = _messy_jsonl(tmp_path / "messy")
+    local = audit(data, workers=2, batch_size=16, on_bad_lines="skip", select=["ALL"])
+
+    def no_stream(self, batch_size):
+        raise AssertionError("the driver streamed the corpus")
+        yield
+
+    monkeypatch.setattr(Corpus, "stream", no_stream)
+    remote = audit(data, engine="ray", batch_size=16, on_bad_lines="skip", select=["ALL"])
+    assert json.dumps(_body(remote), indent=1) == json.dumps(_body(local), indent=1)
+    assert remote.flags().equals(local.flags())
+    places = [p for f in remote.result("INPUT001")["findings"] for p in f.get("places", [])]
+    text = json.dumps(remote.result("INPUT001"))
+    assert "a.jsonl:8" in text and "a.jsonl:121" in text and "c.jsonl:51" in text, places
+    assert "'source'" in text
+    files = remote.to_dict()["dataset"]["splits"]["train"]["files"]
+    assert [f["rows"] for f in files] == [147, 100, 50]
+    with pytest.raises(InputError, match=r"a\.jsonl:8: not valid JSON"):
+        audit(data, engine="ray", select=["DUP001"])
+    # the first bad line of c.jsonl is in its last range: read again knowing its first line
+    with pytest.raises(InputError, match=r"c\.jsonl:51: not valid JSON"):
+        audit(data / "train" / "c.jsonl", engine="ray", select=["DUP001"])
