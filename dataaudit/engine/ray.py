@@ -3,13 +3,17 @@ workers, and only each rule's result comes back to the driver.
 
 The plan (the driver holds object references and row counts, never rows or rule states):
 
-- read: Parquet splits are read on the workers, row group by row group, with the local
-  engine's reader settings (the driver plans the row groups from the files' footers); any other
-  input (JSON Lines, CSV, in-memory tables, Hugging Face datasets) is streamed by the corpus on
-  the driver exactly as the local engine streams it (same readers, same bad-line policy, same
-  input notes) and put into the object store chunk by chunk. Not Ray Data's ``read_parquet``:
-  its output blocks do not keep the files' row order (measured with Ray 2.60 and
-  ``preserve_order``: 1M rows in 8 files came back as blocks mixing the files' tails), and
+- read: files are read on the workers. Parquet splits whose files all have the corpus'
+  columns are read row group by row group inside the fold tasks (the driver plans the row
+  groups from the footers). Other files are read by read tasks with the local engine's readers:
+  a large JSON Lines file in byte ranges of the reader's own blocks (``inputs.ranges``: a range
+  reads exactly as the whole file), other files whole, small ones grouped. The driver takes each
+  read's batch shapes, row counts and input notes in input order (:class:`_StreamOrder`: row
+  ids, late and missing columns, bad-line notes, as the corpus stream gives them) and folds the
+  read's batches from the object store. In-memory tables and Hugging Face datasets are streamed
+  by the driver and put into the object store chunk by chunk. Not Ray Data's
+  ``read_parquet``: its output blocks do not keep the files' row order (measured with Ray 2.60
+  and ``preserve_order``: 1M rows in 8 files came back as blocks mixing the files' tails), and
   row ids are positions.
 - fold: one task per chunk of blocks folds it into fresh rule states with the local engine's
   own code (:func:`.parallel._fold_chunk`: shared features, ``rule.update``, a rule that raises
@@ -19,10 +23,11 @@ The plan (the driver holds object references and row counts, never rows or rule 
 - finish: the root is cut into one object per rule's state; one task per rule loads only its
   own and returns that rule's RuleResult.
 
-Row ids are each row group's offset in its split (from the footers, in input order), so
-findings, flags and cluster ids equal the local engine's whatever the partitioning. A worker
-that dies is retried by Ray (tasks are pure functions of their inputs), so the report does not
-change; a task that still fails stops the scan like a dead worker process in the local engine.
+Row ids are each batch's offset in its split (from the footers, or the reads' row counts, in
+input order), so findings, flags and cluster ids equal the local engine's whatever the
+partitioning. A worker that dies is retried by Ray (tasks are pure functions of their inputs),
+so the report does not change; a task that still fails stops the scan like a dead worker
+process in the local engine.
 """
 
 from __future__ import annotations
