@@ -20,6 +20,12 @@ excluded, reported separately):
               pays: rule registry, pyarrow's lazy pandas import...), "warm" runs after a one-row
               warm-up audit (the steady-state cost of the scan itself)
 
+Every child caches its bytecode under bench/data/pycache, as an installed package has it, and
+each kind runs once untimed first (see ``_child_env``). The cold run's phases are then printed
+from the report's own timings (import, load, read, content hash, each feature, each rule's update
+and finish), with the heavy libraries it loaded (pandas must not be one: pyarrow's conversions
+import it, 0.35-0.7 s, and the cheap rules avoid them).
+
 Then the engine runs again on a ``--small-rows`` (100k) file, to show that its peak RSS is
 bounded by the batch size rather than the dataset size.
 
