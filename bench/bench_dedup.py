@@ -129,15 +129,15 @@ def make_corpus(path: Path, n: int, dup_rate: float, seed: int) -> list[tuple[in
 
 # -- dataaudit -----------------------------------------------------------------------------------
 def _signatures(text: pa.Array, f_sig, f_sizes, f_values) -> None:
-    """What DUP002's features do (unit="auto": CJK rows get character shingles)."""
-    from dataaudit.features.normalize import tokenizable_array
-    from dataaudit.sketches.minhash import minhash_signatures, shingle_auto, shingle_sets
+    """What DUP002's features do: the fused pass over the raw text (unit="auto": CJK rows get
+    character shingles)."""
+    from dataaudit.features.normalize import lower_table, tokenizable_rows
+    from dataaudit.sketches.minhash import sketch
 
-    sh, _ = shingle_auto(tokenizable_array(text), 5, 1)
-    minhash_signatures(sh, 128, 1).tofile(f_sig)
-    ss = shingle_sets(sh)
-    ss.sizes().tofile(f_sizes)
-    ss.values.tofile(f_values)
+    sk = sketch(text, 128, 5, "auto", 1, table=lower_table(), normalize=tokenizable_rows)
+    sk.signatures.tofile(f_sig)
+    sk.sets.sizes().tofile(f_sizes)
+    sk.sets.values.tofile(f_values)
 
 
 def _worker(args: tuple[str, list[int], str, int]) -> tuple[float, int, str, float]:
@@ -420,10 +420,13 @@ def cli_run(path: Path, out: Path, threshold: float) -> dict:
         "--option", f"DUP002.threshold={threshold}", "--json", str(out), "--flags", str(flags),
         "--no-progress", "-q",
     ]  # fmt: skip
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - cpu0
     if proc.returncode not in (0, 1):
         sys.exit(f"dataaudit audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -436,27 +439,29 @@ def cli_run(path: Path, out: Path, threshold: float) -> dict:
                 cluster[int(r["row"])] = int(r["cluster"])
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "rss_mb": rss / 1024 if rss > before else None,
         "timings": report.get("timings", {}),
         "cluster": cluster,
     }
 
 
-def datasketch_loop(docs: list[str], threshold: float) -> float:
-    """docs/s (wall): MinHash.update per shingle, MinHashLSH insert + query, union-find."""
-    t0 = time.perf_counter()
+def datasketch_loop(docs: list[str], threshold: float) -> tuple[float, float]:
+    """docs/s (wall, CPU): MinHash.update per shingle, MinHashLSH insert + query, union-find."""
+    t0, c0 = time.perf_counter(), time.process_time()
     update_loop_rate(docs, threshold)
-    return len(docs) / (time.perf_counter() - t0)
+    return len(docs) / (time.perf_counter() - t0), len(docs) / (time.process_time() - c0)
 
 
-def rensa_loop(docs: list[str], threshold: float) -> float | None:
-    """docs/s: RMinHash.update with the shingles, RMinHashLSH query then insert, each candidate
-    verified with RMinHash.jaccard, union-find. None if rensa is not installed."""
+def rensa_loop(docs: list[str], threshold: float) -> tuple[float, float] | None:
+    """docs/s (wall, CPU): RMinHash.update with the shingles, RMinHashLSH query then insert,
+    each candidate verified with RMinHash.jaccard, union-find. None if rensa is not
+    installed."""
     try:
         from rensa import RMinHash, RMinHashLSH
     except ImportError:
         return None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     lsh = RMinHashLSH(threshold=threshold, num_perm=128, num_bands=16)
     parent = list(range(len(docs)))
     mhs = []
@@ -475,7 +480,7 @@ def rensa_loop(docs: list[str], threshold: float) -> float | None:
             if m.jaccard(mhs[j]) >= threshold:
                 parent[find(i)] = find(j)
         lsh.insert(i, m)
-    return len(docs) / (time.perf_counter() - t0)
+    return len(docs) / (time.perf_counter() - t0), len(docs) / (time.process_time() - c0)
 
 
 def _shingles_str(doc: str) -> set[str]:
@@ -519,7 +524,11 @@ def whole_process(args, tmp: str, disjoint_docs: list[str], disjoint_planted: li
         "imports not timed; each measured in the same run, alternating, best of --repeat"
     )
     print(
-        f"  {'corpus':<16} {'dataaudit':>10} {'datasketch':>11} {'rensa':>8} "
+        "  best of each; 'per CPU-s' rows divide by the process's CPU seconds (user + sys, all "
+        "threads), which a loaded machine does not inflate"
+    )
+    print(
+        f"  {'corpus':<16} {'':<10} {'dataaudit':>10} {'datasketch':>11} {'rensa':>8} "
         f"{'x datask.':>10} {'x rensa':>8} {'recall':>7} {'prec.':>6} {'RSS MB':>7}"
     )
     for name, (docs, planted) in corpora.items():
@@ -535,25 +544,34 @@ def whole_process(args, tmp: str, disjoint_docs: list[str], disjoint_planted: li
             if r is not None:
                 rs.append(r)
         best = min(da, key=lambda r: r["seconds"])
-        rate = len(docs) / best["seconds"]
-        ds_rate = max(ds)
-        rs_rate = max(rs) if rs else float("nan")
         q = cluster_quality(docs, planted, best["cluster"], args.threshold,
                             args.quality_pairs, args.seed)  # fmt: skip
-        print(
-            f"  {name:<16} {rate:>10,.0f} {ds_rate:>11,.0f} {rs_rate:>8,.0f} "
-            f"{rate / ds_rate:>9.0f}x {rate / rs_rate:>7.1f}x {q['recall']:>7.4f} "
-            f"{q['precision']:>6.4f} {best['rss_mb'] or float('nan'):>7.0f}"
-        )
+        nan = float("nan")
+        for k, label in ((0, "wall"), (1, "per CPU-s")):
+            key = "seconds" if k == 0 else "cpu_seconds"
+            rate = len(docs) / min(r[key] for r in da)
+            ds_rate = max(x[k] for x in ds)
+            rs_rate = max(x[k] for x in rs) if rs else nan
+            tail = (
+                f" {q['recall']:>7.4f} {q['precision']:>6.4f} {best['rss_mb'] or nan:>7.0f}"
+                if k == 0
+                else ""
+            )
+            print(
+                f"  {name if k == 0 else '':<16} {label:<10} {rate:>10,.0f} {ds_rate:>11,.0f} "
+                f"{rs_rate:>8,.0f} {rate / ds_rate:>9.0f}x {rate / rs_rate:>7.1f}x{tail}"
+            )
         spread = [len(docs) / r["seconds"] for r in da]
+        cpus = ", ".join(f"{r['cpu_seconds']:.1f}" for r in da)
         t = best["timings"]
         stages = t.get("stages", {})
         scan = t.get("scan", {})
         feats = scan.get("features", {})
         print(
-            f"    dataaudit runs {', '.join(f'{x:,.0f}' for x in spread)} docs/s; "
-            f"datasketch {', '.join(f'{x:,.0f}' for x in ds)}; "
-            f"rensa {', '.join(f'{x:,.0f}' for x in rs) or 'not installed'}"
+            f"    dataaudit runs {', '.join(f'{x:,.0f}' for x in spread)} docs/s "
+            f"(CPU {cpus} s); "
+            f"datasketch {', '.join(f'{x[0]:,.0f}' for x in ds)}; "
+            f"rensa {', '.join(f'{x[0]:,.0f}' for x in rs) or 'not installed'}"
         )
         print(
             f"    best run {best['seconds']:.2f}s: load {stages.get('load', 0):.2f}s, "
