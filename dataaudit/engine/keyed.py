@@ -460,33 +460,60 @@ def run_local(
         return clusters_of(edges, splits)
     scratch = MemorySpill() if scratch is None else scratch
     payload = rows_index(index)
+    threads = min(THREADS, os.cpu_count() or 1)
     try:
-        for p in range(parts):
-            for q, piece in enumerate(candidates_of(rule, store.table(index, p), splits, parts)):
+        hop1 = _windowed(
+            lambda p: candidates_of(rule, store.table(index, p), splits, parts), parts, threads
+        )
+        for pieces in hop1:
+            for q, piece in enumerate(pieces):
                 if piece is not None:
                     scratch.put("pairs", q, piece)
         scratch.close()
-        for p in range(parts):
-            pieces = join_first(scratch.table("pairs", p), store.table(payload, p), splits, parts)
+        hop2a = _windowed(
+            lambda p: join_first(scratch.table("pairs", p), store.table(payload, p), splits, parts),
+            parts,
+            threads,
+        )
+        for pieces in hop2a:
             for q in range(parts):
                 if pieces[q] is not None:
                     scratch.put("first", q, pieces[q])
                     scratch.put("ends", q, pieces[parts + q])
         scratch.close()
-        edges, members = [], []
-        for q in range(parts):
-            e, m = verify_part(
+        hop2b = _windowed(
+            lambda q: verify_part(
                 rule,
                 [scratch.table("first", q)],
                 [scratch.table("ends", q)],
                 store.table(payload, q),
                 splits,
-            )
-            edges.append(e)
-            members.append(m)
+            ),
+            parts,
+            threads,
+        )
+        edges, members = map(list, zip(*hop2b)) if parts else ([], [])
         return clusters_of(edges, splits, members)
     finally:
         scratch.remove()
+
+
+#: partitions of the verification hop worked on at once in one process (numpy's sorts, Arrow's
+#: takes and the compiled merges release the GIL; memory is that many partitions)
+THREADS = 2
+
+
+def _windowed(fn: Any, n: int, threads: int) -> Any:
+    """``fn(0) .. fn(n - 1)`` in order, at most ``threads`` at a time (never all at once: each
+    result holds a partition's worth of rows)."""
+    if threads <= 1:
+        yield from map(fn, range(n))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="dataaudit-keyed") as pool:
+        for lo in range(0, n, threads):
+            yield from pool.map(fn, range(lo, min(n, lo + threads)))
 
 
 def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
