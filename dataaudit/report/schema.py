@@ -397,7 +397,7 @@ def _timings_schema() -> dict[str, Any]:
     seconds = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
     return _obj(
         {
-            "stages": seconds,  # load, scan, reference, finish (wall clock)
+            "stages": seconds,  # load, scan, reference, finish, report (wall clock)
             "scan": _obj(  # summed over worker processes when there are several
                 {
                     "read": {"type": "number", "minimum": 0},

@@ -49,7 +49,8 @@ def test_the_report_splits_the_time_by_stage_feature_and_rule_phase():
     )
     timings = report.data["timings"]
     jsonschema.validate(report.data, report_schema())
-    assert set(timings["stages"]) == {"load", "scan", "finish"}  # no reference: no stage
+    # no reference: no stage; "report": building the report itself (the flags table)
+    assert set(timings["stages"]) == {"load", "scan", "finish", "report"}
     assert timings["scan"]["features"]["test_slow_upper"] >= 0.04  # 4 batches × 10 ms
     phases = timings["rules"]["TIME001"]
     assert phases["finish"] >= 0.05
