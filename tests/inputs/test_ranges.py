@@ -83,3 +83,24 @@ def test_a_bad_line_in_a_later_range_has_its_file_line(messy):
     first_line = data[: ends[k]].count(b"\n")
     with pytest.raises(InputError, match=r"m\.jsonl:51: not valid JSON"):
         list(iter_jsonl(RangePath(messy, ends[k : k + 2]), 16, first_line=first_line))
+
+
+def test_ranges_of_a_remote_file_read_through_fsspec(messy):
+    """A URL's ranges: the window reads and the blocks are fsspec seeks and reads."""
+    upath = pytest.importorskip("upath")
+    remote = upath.UPath("memory://ranges-bucket/m.jsonl")
+    remote.write_bytes(messy.read_bytes())
+    try:
+        size = remote.stat().st_size
+        ends = block_ends(remote, size, BLOCK)
+        assert ends == block_ends(messy, size, BLOCK)
+        k = len(ends) // 2
+        lines = messy.read_bytes()[: ends[k - 1]].count(b"\n")
+        far = RangePath(remote, ends[k - 1 : k + 1])
+        near = RangePath(messy, ends[k - 1 : k + 1])
+        got = list(iter_jsonl(far, 16, first_line=lines, on_bad_lines="skip"))
+        want = list(iter_jsonl(near, 16, first_line=lines, on_bad_lines="skip"))
+        assert got and [b.to_pylist() for b in got] == [b.to_pylist() for b in want]
+        assert far.newlines == near.newlines > 0 and str(far) == "memory://ranges-bucket/m.jsonl"
+    finally:
+        remote.fs.rm("/ranges-bucket", recursive=True)
