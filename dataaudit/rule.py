@@ -238,6 +238,10 @@ class Flag:
             object.__setattr__(self, "id", str(self.id))
 
 
+#: a Flag's fields, in the order of its constructor
+FLAG_FIELDS = ("split", "row", "group", "detail", "action", "severity", "score", "id")
+
+
 class FlagColumns:
     """One block of row flags stored column by column (see :class:`Flags`).
 
@@ -273,9 +277,29 @@ class FlagColumns:
         return [value] * len(self.row)
 
     def objects(self) -> Iterator[Flag]:
-        names = ("split", "row", "group", "detail", "action", "severity", "score", "id")
-        for values in zip(*(self.column(n) for n in names)):
+        for values in zip(*(self.column(n) for n in FLAG_FIELDS)):
             yield Flag(*values)
+
+    def compact(self) -> FlagColumns:
+        """This block with a field that is one value for every row stored once, and lists of
+        text as Arrow arrays (dictionary-encoded when few values repeat): what a flag costs
+        while the report waits for the other rules, ~10-20 bytes instead of a Python object."""
+        import pyarrow as pa
+
+        out = FlagColumns(*(getattr(self, n) for n in FLAG_FIELDS))
+        for name in ("split", "group", "detail", "action", "severity", "id"):
+            value = getattr(out, name)
+            if not isinstance(value, list) or not value:
+                continue
+            first = value[0]
+            if value.count(first) == len(value):  # one value for all rows
+                setattr(out, name, first)
+            elif name != "severity":
+                array = pa.array(value, pa.string())
+                if name in ("split", "detail", "action"):
+                    array = array.dictionary_encode()
+                setattr(out, name, array)
+        return out
 
     @classmethod
     def of_objects(cls, flags: list[Flag]) -> FlagColumns:
@@ -475,6 +499,12 @@ class Flags:
             for p in self._parts
             if len(p)
         ]
+
+    def compact(self) -> Flags:
+        """Every block as compact columns (Flag objects converted; see FlagColumns.compact),
+        in place; the engine does it to each rule's flags once they are checked."""
+        self._parts = [block.compact() for block in self.blocks()]
+        return self
 
     def objects(self) -> list[tuple[int, list[Any]]]:
         """The blocks of Flag objects as given, each with the index of its first flag (what

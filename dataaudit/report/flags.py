@@ -83,7 +83,20 @@ def collect_flags(outcomes: list[RuleOutcome]) -> pl.DataFrame:
     frame = frame.with_columns(
         _bounded(frame["id"], _MAX_ID), _bounded(frame["detail"], _MAX_DETAIL)
     )
-    return frame.unique().sort(_FLAG_ORDER, nulls_last=False)
+    return _sorted_unique(frame)
+
+
+def _sorted_unique(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame.unique().sort(_FLAG_ORDER)``, faster: sorted by every column, equal rows are
+    neighbours, so a row equal to the one before it is a duplicate (rules add their flags
+    mostly in row order, which the sort finds cheap; unique() scrambled it first)."""
+    import polars as pl
+
+    frame = frame.sort(_FLAG_ORDER, nulls_last=False)
+    if frame.height < 2:
+        return frame
+    same = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in _FLAG_ORDER)
+    return frame.filter(~same.fill_null(False))
 
 
 def _empty_frame() -> pl.DataFrame:
