@@ -8,7 +8,7 @@ import numpy as np
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Coverage, Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Coverage, Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.sampling import BottomK
 from ...wording import noun, plural
 from .._origin import check_origin, state_origin
@@ -199,21 +199,22 @@ class LikelyMislabels(Rule):
         result.metric("estimated_noise_rate", total_noise, Direction.LOWER)
         ranked = []
         pairs: dict[tuple[str, str], list[int]] = {}
+        flagged: dict[str, list[Any]] = {
+            "split": [],
+            "rows": [],
+            "detail": [],
+            "score": [],
+            "id": [],
+        }
         for i in order:
             split, row, text, label, row_id = kept[i][:5]
             sug = classes[int(cl.suggested[i])]
             conf = float(run.proba[i, cl.suggested[i]])
-            result.flags.append(
-                Flag(
-                    split,
-                    row,
-                    detail=f"given={label} likely={sug}",
-                    action="review",
-                    severity=severity,
-                    score=round(conf, 4),
-                    id=row_id,
-                )
-            )
+            flagged["split"].append(split)
+            flagged["rows"].append(row)
+            flagged["detail"].append(f"given={label} likely={sug}")
+            flagged["score"].append(round(conf, 4))
+            flagged["id"].append(row_id)
             pairs.setdefault((label, sug), []).append(i)
             if len(ranked) < int(self.max_listed):
                 ranked.append(
@@ -227,6 +228,7 @@ class LikelyMislabels(Rule):
                         "text": ctx.truncate(text),
                     }
                 )
+        result.flags.add(**flagged, action="review", severity=severity)
         for (label, sug), idx in sorted(pairs.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             examples = []
             for i in idx[: ctx.max_examples]:
