@@ -179,7 +179,7 @@ class _Resume:
     consumed: int  # bytes read from the (decompressed) stream
     tail: bytes  # read but not yet parsed: the start of the next block
     line_no: int  # lines before the next block
-    table: pa.Table
+    table: pa.Table | None
 
 
 #: the first block of the last file a reader stopped reading early: the corpus reads a file's
@@ -216,6 +216,41 @@ def _skip(fh: Any, n: int) -> None:
         n -= got
 
 
+def _parse(block: bytes, schema: pa.Schema | None) -> pa.Table | None:
+    """pyarrow's parse of one block (None: it rejected the block; Python's parser reads it)."""
+    import pyarrow.json as pj
+
+    try:
+        opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+        # threads cost more than they give on small blocks (many small files)
+        read = pj.ReadOptions(use_threads=len(block) > (1 << 20))
+        table = pj.read_json(io.BytesIO(block), read_options=read, parse_options=opts)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return table if _valid(table) else None  # pyarrow 26 builds invalid arrays from [null, false]
+
+
+class _Parsed:
+    """A parse done in this thread (the first block: a file of one block starts no thread)."""
+
+    def __init__(self, table: pa.Table | None):
+        self.table = table
+
+    def result(self) -> pa.Table | None:
+        return self.table
+
+
+@dataclasses.dataclass
+class _Block:
+    """A block read, checked and handed to the parser, waiting for its turn to be yielded."""
+
+    parsed: Any  # _Parsed or a Future of _parse; None: too deep for pyarrow
+    block: bytes
+    line_no: int  # lines before it
+    deep: list[tuple[int, int]]
+    after: _Resume | None  # where a reader stands after it (for the first block)
+
+
 def iter_jsonl(
     path: Path,
     batch_size: int,
@@ -231,15 +266,38 @@ def iter_jsonl(
     A part of a file (the Ray engine's workers read byte ranges of one) reads as the whole
     file's reader would, given ``first_line`` (lines before it) and ``schema`` (the columns
     pyarrow typed from the file's first block it parsed, or None); returns that schema after
-    the part."""
-    import pyarrow.json as pj
+    the part.
 
+    The next block is parsed in a worker thread (pyarrow releases the GIL) while the rules read
+    the batches of this one, so on two cores the parse hides behind the audit's own work.
+    Blocks are yielded, checked and reported in file order, as if parsed one after another.
+    """
     bad = _BadLines(path, on_bad_lines, log)
     block_bytes = block_bytes or BLOCK_BYTES
     line_no = first_line  # lines before the current block
     key = _file_key(path, block_bytes)
     peeked = _resume(key)
     first_block: _Resume | None = None  # kept if this reader is stopped early
+    pool = None
+    pending: _Block | None = None
+    started = peeked is not None  # a block was yielded (the peeked one counts)
+
+    def emit(item: _Block) -> Iterator[pa.RecordBatch]:
+        nonlocal schema, started, first_block
+        table = item.parsed.result() if item.parsed is not None else None
+        if table is None:
+            started = True
+            yield from _block_python(
+                path, item.block, item.line_no, batch_size, schema, dict(item.deep), bad, log
+            )
+            return
+        if schema is None:
+            schema = table.schema
+        if not started and item.after is not None:
+            first_block = dataclasses.replace(item.after, table=table)
+        started = True
+        yield from _rebatch(table, batch_size)
+
     with open_binary(path) as fh:
         tail = b""
         first = True
@@ -250,7 +308,6 @@ def iter_jsonl(
                 consumed, tail, line_no = peeked.consumed, peeked.tail, peeked.line_no
                 schema, first = peeked.table.schema, False
                 yield from _rebatch(peeked.table, batch_size)
-            started = peeked is not None
             while True:
                 chunk = fh.read(block_bytes)
                 consumed += len(chunk)
@@ -269,42 +326,42 @@ def iter_jsonl(
                 if block and not block.isspace():
                     _check_utf8(path, block, line_no)
                     deep, newlines = _too_deep(block)
-                    table = None
-                    if not deep:
-                        try:
-                            opts = pj.ParseOptions(
-                                explicit_schema=schema, unexpected_field_behavior="infer"
-                            )
-                            # threads cost more than they give on small blocks (many small files)
-                            read = pj.ReadOptions(use_threads=len(block) > (1 << 20))
-                            table = pj.read_json(
-                                io.BytesIO(block), read_options=read, parse_options=opts
-                            )
-                        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                            table = None
-                        if table is not None and not _valid(table):
-                            table = None  # pyarrow 26 builds invalid arrays from [null, false]
-                    if table is None:
-                        started = True
-                        yield from _block_python(
-                            path, block, line_no, batch_size, schema, dict(deep), bad, log
-                        )
+                    if pending is not None and schema is None:
+                        # this block's parse takes the first parsed block's schema: wait for it
+                        yield from emit(pending)
+                        pending = None
+                    if deep:
+                        parsed = None
+                    elif pending is None:
+                        parsed = _Parsed(_parse(block, schema))
                     else:
-                        if schema is None:
-                            schema = table.schema
-                        if not started and key is not None:
-                            first_block = _Resume(key, consumed, tail, line_no + newlines, table)
-                        started = True
-                        yield from _rebatch(table, batch_size)
+                        if pool is None:
+                            from concurrent.futures import ThreadPoolExecutor
+
+                            pool = ThreadPoolExecutor(1, thread_name_prefix="dataaudit-jsonl")
+                        parsed = pool.submit(_parse, block, schema)
+                    after = None
+                    if not started and pending is None and key is not None:
+                        after = _Resume(key, consumed, tail, line_no + newlines, None)
+                    item = _Block(parsed, block, line_no, deep, after)
+                    if pending is not None:
+                        yield from emit(pending)
+                    pending = item
                     line_no += newlines
                 else:  # blank lines still count
                     line_no += block.count(b"\n")
                 if not chunk:
                     break
+            if pending is not None:
+                yield from emit(pending)
+                pending = None
         except GeneratorExit:
             if first_block is not None:
                 _PEEKED[:] = [first_block]
             raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
     return schema
 
 

@@ -112,3 +112,33 @@ def test_a_bad_line_after_a_peeked_block_is_named_by_its_line(tmp_path, monkeypa
     with pytest.raises(InputError, match=r"t\.jsonl:251: not valid JSON"):
         for _ in corpus.stream(64):
             pass
+
+
+def test_blocks_parsed_ahead_read_as_one_after_another(tmp_path, monkeypatch):
+    """The next block is parsed in a thread while this one is read: values, columns, skipped
+    lines and their order are those of reading the blocks in turn."""
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.inputs.notes import InputLog
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 2048)
+    lines = []
+    for i in range(600):
+        rec = {"text": f"row {i} " + "y" * (i % 50)}
+        if i >= 400:
+            rec["late"] = i  # a column from the ~14th block on
+        lines.append(json.dumps(rec))
+    lines[150] = '{"text": 7}'  # pyarrow rejects its block: read by Python, kept as text
+    lines[300] = "{broken"  # a bad line, skipped and noted
+    lines[450] = "[" * 300 + "]" * 300  # too deep for pyarrow
+    lines.insert(200, "")
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    log = InputLog()
+    batches = list(jsonl.iter_jsonl(path, 50, on_bad_lines="skip", log=log))
+    texts = [t for rb in batches for t in rb.column("text").to_pylist()]
+    kept = [json.loads(x) for x in lines if x.startswith('{"')]
+    assert texts == [str(r["text"]) for r in kept]
+    late = [v for rb in batches if "late" in rb.schema.names for v in rb.column("late").to_pylist()]
+    assert [v for v in late if v is not None] == [r["late"] for r in kept if "late" in r]
+    places = [p for note in log.notes for p in note.places]
+    assert [p.split(":")[1] for p in places] == ["302", "452"]  # file order, 1-based lines
