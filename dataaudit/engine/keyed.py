@@ -571,8 +571,7 @@ def clusters_of(
     edges came from. ``members``: the members' payload rows (a verifying rule's; else each
     edge carries its ends' as ``a.<column>``, ``b.<column>``). Edges with a ``score`` give
     each member its best edge's score (column ``score``)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from ..sketches.lsh import components
 
     tables = [t for t in edges if t is not None and t.num_rows]
     if not tables:
@@ -594,14 +593,14 @@ def clusters_of(
     nodes, first, inverse = np.unique(ends, return_index=True, return_inverse=True)
     n = len(nodes)
     ia, ib = inverse[: len(a)], inverse[len(a) :]
-    graph = coo_matrix((np.ones(len(ia), dtype=np.int8), (ia, ib)), shape=(n, n))
-    _, labels = connected_components(graph, directed=False)
+    # each node's component as its smallest node (the compiled union-find; a node only on a
+    # self-edge is its own)
+    labels = components(n, ia, ib)
+    labels = np.where(labels < 0, np.arange(n), labels)
     # members grouped by component, the components by first member: nodes are sorted, so a
     # stable sort by the component's smallest node keeps each component's members sorted
-    smallest = np.full(labels.max() + 1 if n else 0, n, np.int64)
-    np.minimum.at(smallest, labels, np.arange(n))
-    order = np.argsort(smallest[labels], kind="stable")
-    sizes = np.bincount(labels)[labels[order]]
+    order = np.argsort(labels, kind="stable")
+    sizes = np.bincount(labels, minlength=n)[labels[order]]
     # each member's emitted row: the payload of its first appearance as an end of an edge, or
     # its row in ``members``; per node (in node order)
     per_node: dict[str, Any] = {}
