@@ -291,3 +291,24 @@ def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkey
         assert (one.signatures == two.signatures).all()
         assert (one.sets.values == two.sets.values).all()
         assert (one.text_hashes == two.text_hashes).all()
+
+
+def test_the_fused_sketch_does_not_import_pandas():
+    """pyarrow imports pandas on its first to_numpy(), pa.array() or Python scalar (~0.3 s a
+    process, and a worker process sketches nothing else): the pass builds what it needs from
+    buffers, nulls and rows normalized in Python included."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dataaudit.features.normalize import lower_table, string_array, tokenizable_rows\n"
+        "from dataaudit.sketches.minhash import sketch\n"
+        "arr = string_array(['Straße und schön', None, 'plain words here', 'Ｆｕｌｌ，', 'e\\u0301'])\n"
+        "s = sketch(arr, table=lower_table(), normalize=tokenizable_rows)\n"
+        "assert s.tokens.tolist() == [3, 0, 3, 1, 1], s.tokens\n"
+        "assert 'pandas' not in sys.modules, 'pandas imported'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
