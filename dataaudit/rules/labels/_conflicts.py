@@ -237,29 +237,28 @@ def _signature_column(sig: np.ndarray, valid: np.ndarray) -> pa.Array:
 
 
 def _signatures(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Back from :func:`_signature_column`: (n, num_perm) uint32 (zeros where a row has none)
-    and which rows have one."""
+    """Back from :func:`_signature_column`: the signatures of the rows that have one,
+    (m, num_perm) uint32 in row order, and per row its index there (-1 without one)."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
     n, k = len(arr), MINHASH["num_perm"]
-    sig = np.zeros((n, k), np.uint32)
     if n == 0:
-        return sig, np.zeros(0, bool)
+        return np.empty((0, k), np.uint32), np.empty(0, np.int64)
     offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + n + 1]
     lengths = np.diff(offsets)
     valid = lengths == SIG_BYTES
     if not ((lengths == 0) | valid).all():
         raise ValueError("LBL001: a MinHash signature of the wrong length")
-    if valid.any():  # the valid rows' values are one run of bytes (the others have none)
-        lo, hi = int(offsets[0]), int(offsets[-1])
-        data = np.frombuffer(arr.buffers()[2], np.uint8, hi - lo, lo)
-        sig[valid] = (
-            data.view(np.uint32).reshape(-1, k)
-            if lo % 4 == 0
-            else data.copy().view(np.uint32).reshape(-1, k)
-        )
-    return sig, valid
+    at = np.where(valid, np.cumsum(valid) - 1, -1)
+    # the rows' values are one run of bytes (rows without a signature have none)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = (
+        np.frombuffer(arr.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else np.empty(0, np.uint8)
+    )
+    if data.ctypes.data % 4:
+        data = data.copy()
+    return data.view(np.uint32).reshape(-1, k), at
 
 
 def _rows_of(state: dict[str, Any], batch: Batch):
@@ -378,29 +377,37 @@ def edges(part: pa.Table) -> pa.Table:
 
 
 def _band_pairs(scode, band, key, full, row):
-    """Positions (a, b) of the candidate pairs among band rows (see :func:`edges`)."""
-    # buckets (split, band, key); within one, identical signatures (full key) then rows
-    o = np.lexsort((row, full, key, band, scode))
-    s, bd, k, f = scode[o], band[o], key[o], full[o]
-    new_bucket = np.ones(len(o), bool)
-    new_bucket[1:] = (s[1:] != s[:-1]) | (bd[1:] != bd[:-1]) | (k[1:] != k[:-1])
-    new_group = new_bucket.copy()
-    new_group[1:] |= f[1:] != f[:-1]
-    # identical signatures (in band 0, where every row with shingles is): each to its first
-    group_first = o[np.maximum.accumulate(np.where(new_group, np.arange(len(o)), 0))]
-    dup = np.flatnonzero(~new_group & (bd == 0))
-    ea, eb = group_first[dup], o[dup]
-    # the bucket's representatives (first of their signature) in row order: each to the
-    # bucket's first and to the previous one
-    reps = o[new_group]
-    r = reps[np.lexsort((row[reps], key[reps], band[reps], scode[reps]))]
-    same = (scode[r][1:] == scode[r][:-1]) & (band[r][1:] == band[r][:-1])
-    same &= key[r][1:] == key[r][:-1]
-    new = np.concatenate([[True], ~same])
-    first = r[np.maximum.accumulate(np.where(new, np.arange(len(r)), 0))]
-    member = np.flatnonzero(~new)
-    ca = np.concatenate([ea, first[member], r[member - 1]])
-    cb = np.concatenate([eb, r[member], r[member]])
+    """Positions (a, b) of the candidate pairs among band rows (see :func:`edges`); the rows
+    come sorted by (key, split, row)."""
+    n = len(row)
+    # buckets (band, key, split): a stable sort by band keeps each bucket in row order
+    o = np.argsort(band, kind="stable")
+    bd, k, s = band[o], key[o], scode[o]
+    new_bucket = np.ones(n, bool)
+    new_bucket[1:] = (bd[1:] != bd[:-1]) | (k[1:] != k[:-1]) | (s[1:] != s[:-1])
+    bucket = np.cumsum(new_bucket) - 1
+    # within a bucket, rows with identical signatures (the whole-signature hash): the first
+    # of each is a representative, the others join it unverified (in band 0, where every row
+    # with shingles is)
+    pos = np.arange(n, dtype=np.int64)
+    g = np.lexsort((pos, full[o], bucket))
+    first = np.ones(n, bool)
+    first[1:] = (bucket[g][1:] != bucket[g][:-1]) | (full[o][g][1:] != full[o][g][:-1])
+    lead = g[np.maximum.accumulate(np.where(first, pos, 0))]
+    dup = g[~first]
+    dup_of = lead[~first]
+    zero = bd[dup] == 0
+    ea, eb = o[dup_of[zero]], o[dup[zero]]
+    # the representatives of a bucket in row order: each to the bucket's first and previous
+    rep = np.zeros(n, bool)
+    rep[g[first]] = True
+    reps = np.flatnonzero(rep)  # positions in band order: by bucket, then row
+    start = np.ones(len(reps), bool)
+    start[1:] = bucket[reps][1:] != bucket[reps][:-1]
+    firsts = reps[np.maximum.accumulate(np.where(start, np.arange(len(reps)), 0))]
+    m = np.flatnonzero(~start)
+    ca = np.concatenate([ea, o[firsts[m]], o[reps[m - 1]]])
+    cb = np.concatenate([eb, o[reps[m]], o[reps[m]]])
     return ca, cb
 
 
@@ -417,9 +424,9 @@ def verify_pairs(pairs: pa.Table, rows: pa.Table, threshold: float) -> pa.Table:
     h = rows.column("h").to_numpy()
     ok = (y[a] != 0) & (y[b] != 0) & (h[a] == h[b])
     if "sig" in rows.column_names:
-        sig, valid = _signatures(rows.column("sig"))
-        check = np.flatnonzero(~ok & valid[a] & valid[b])
-        sa, sb = sig[a[check]], sig[b[check]]
+        sig, at = _signatures(rows.column("sig"))
+        check = np.flatnonzero(~ok & (at[a] >= 0) & (at[b] >= 0))
+        sa, sb = sig[at[a[check]]], sig[at[b[check]]]
         ok[check] = (sa == sb).all(axis=1) | (jaccard_estimate(sa, sb) >= threshold)
     return pairs.select(["split_a", "row_a", "split_b", "row_b"]).filter(pa.array(ok))
 
