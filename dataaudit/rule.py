@@ -334,11 +334,10 @@ def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool 
     if isinstance(value, np.ndarray):
         if cast and value.dtype.kind in "iu":
             return value.astype(np.int64, copy=False)  # written as text in the report
-        if value.dtype.kind == "U":  # few distinct values (np.where of labels): a dictionary
-            values, codes = np.unique(value, return_inverse=True)
-            return pa.DictionaryArray.from_arrays(
-                pa.array(codes.astype(np.int32, copy=False)), pa.array(values.tolist(), pa.string())
-            )
+        if value.dtype.kind == "U":  # (pa.array of a numpy str array is slow, imports pandas)
+            array = pa.array(value.tolist(), pa.string())
+            # a text field (np.where of labels) has few distinct values: a dictionary
+            return array if cast else array.dictionary_encode()
         value = value.tolist()
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()

@@ -217,11 +217,16 @@ def _flag_groups(
     result.flags.add(
         split,
         rows[at],
-        group=np.repeat(rows[starts], sizes).astype(str),
-        detail=np.where(first, "kept", "duplicate"),
-        action=np.where(first, "keep", "drop"),
+        group=np.repeat(rows[starts], sizes),  # the first row, written as text
+        detail=_pick(first, "kept", "duplicate"),
+        action=_pick(first, "keep", "drop"),
         id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
     )
+
+
+def _pick(mask: np.ndarray, yes: str, no: str) -> pa.DictionaryArray:
+    """``yes`` where ``mask``, else ``no``: a dictionary of two, no string per row."""
+    return pa.DictionaryArray.from_arrays(pa.array((~mask).astype(np.int8)), [yes, no])
 
 
 def _column(table: pa.Table | None, name: str) -> list[Any] | None:
