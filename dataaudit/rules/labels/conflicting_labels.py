@@ -38,8 +38,8 @@ class ConflictingLabels(Rule):
         default threshold, 25 bytes each); each row's label id, id, snippet (bounded by the
         report's example length) and 128 MinHash values (~0.5 KB) are stored once and meet
         the candidate pairs that name the row, where the pairs are verified. The state holds
-        counts and the label names; the finish sees only the rows of conflicting clusters'
-        candidates.
+        counts and the label names; the finish sees only rows that have a same-input or
+        near-duplicate partner (the clusters' members, without their signatures).
 
     Why it matters:
         The same input with two labels is either an annotation error or an ill-defined class
