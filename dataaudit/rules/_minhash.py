@@ -4,10 +4,7 @@ per-row columns the near-duplicate search keeps until ``finish``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from ..features import Batch
 from ._columns import row_columns
@@ -56,64 +53,3 @@ def minhash_columns(rule: Any, batch: Batch, chars: int) -> dict[str, Any]:
     if sets is not None:
         cols["sets"] = sets
     return cols
-
-
-# -- LSH candidates, computed once per audit ---------------------------------------------------
-# DUP002 and LBL001 cluster the same split's signatures with the same bands: the first rule to
-# finish computes the LSH candidates, the others take them. The memo is per audit context
-# (dropped with it) and keyed by everything the answer depends on, including a digest of the signatures and row
-# positions themselves, so a rule that saw other rows can never take another rule's answer.
-_MEMO: dict[int, tuple[Any, dict[tuple, Any]]] = {}
-
-
-def _memo(ctx: Any) -> dict[tuple, Any]:
-    import weakref
-
-    key = id(ctx)
-    entry = _MEMO.get(key)
-    if entry is None or entry[0]() is not ctx:
-        entry = (weakref.ref(ctx, lambda _, k=key: _MEMO.pop(k, None)), {})
-        _MEMO[key] = entry
-    return entry[1]
-
-
-def digest(*chunk_lists: list[Any]) -> int:
-    """xxh3 of the bytes of every chunk, in order (the same for any batching of the rows)."""
-    import xxhash
-
-    h = xxhash.xxh3_64()
-    for chunks in chunk_lists:
-        for c in chunks:
-            h.update(np.ascontiguousarray(c).view(np.uint8).reshape(-1))
-        h.update(b"|")
-    return h.intdigest()
-
-
-def shared_candidates(
-    ctx: Any,
-    split: str,
-    data: int,
-    params: dict[str, Any],
-    bands: int,
-    rows_per_band: int,
-    signatures: Callable[[], np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The LSH candidates of a split's rows (:func:`dataaudit.sketches.lsh.near_candidates`),
-    from the memo when a rule of this audit already computed them with the same MinHash
-    parameters and bands over the same rows, else from ``signatures()`` (the split's
-    signatures, in row order). ``data``: :func:`digest` of the split's row positions and
-    signatures. Each rule verifies them its own way."""
-    from ..sketches.lsh import near_candidates
-
-    key = (
-        "candidates",
-        split,
-        tuple(sorted(params.items())),
-        int(bands),
-        int(rows_per_band),
-        data,
-    )
-    memo = _memo(ctx) if ctx is not None else {}
-    if key not in memo:
-        memo[key] = near_candidates(signatures(), int(bands), int(rows_per_band))
-    return memo[key]
