@@ -246,27 +246,7 @@ def densify(sig, table, sentinel):
     n, k = sig.shape
     orig = np.empty(k, np.uint32)
     for r in range(n):
-        row = sig[r]
-        empty = 0
-        for j in range(k):
-            empty += row[j] == sentinel
-        if empty == 0 or empty == k:
-            continue
-        orig[:] = row
-        for j in range(k):
-            if orig[j] != sentinel:
-                continue
-            src = -1
-            for t in range(table.shape[0]):
-                if orig[table[t, j]] != sentinel:
-                    src = table[t, j]
-                    break
-            d = 1
-            while src < 0:
-                if orig[(j + d) % k] != sentinel:
-                    src = (j + d) % k
-                d += 1
-            row[j] = orig[src]
+        _densify_row(sig[r], orig, table, sentinel)
     return sig
 
 

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from .._ids import id_column
 
 
 def source_values(batch: Batch) -> pa.Array | None:
@@ -18,6 +19,18 @@ def source_values(batch: Batch) -> pa.Array | None:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     return pc.fill_null(col.cast(pa.large_string()), "(none)")
+
+
+def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa.Table:
+    """``cols`` plus the rows' ``id`` and ``source`` (those the batch has) at positions ``at``:
+    the payload DUP001 and DUP002 carry to their clusters."""
+    ids = id_column(batch)
+    if ids is not None:
+        cols["id"] = ids.take(at)
+    sources = source_values(batch)
+    if sources is not None:
+        cols["source"] = sources.take(at)
+    return pa.table(cols)
 
 
 def per_source(

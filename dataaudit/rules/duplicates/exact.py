@@ -14,9 +14,8 @@ from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
 from ...wording import plural
 from .._columns import key_hex, nonempty_hash, snippet
-from .._ids import id_column
 from .._origin import check_origin, state_origin
-from ._sources import source_values
+from ._sources import source_values, with_row_labels
 
 
 class ExactDuplicates(Rule):
@@ -93,13 +92,7 @@ class ExactDuplicates(Rule):
             "row": pa.array(np.asarray(batch.row_ids)[keep], pa.int64()),
             "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
         }
-        ids = id_column(batch)
-        if ids is not None:
-            cols["id"] = ids.take(at)
-        sources = source_values(batch)
-        if sources is not None:
-            cols["source"] = sources.take(at)
-        return pa.table(cols)
+        return with_row_labels(cols, batch, at)
 
     def edges(self, part: pa.Table) -> pa.Table:
         """Rows sorted by (key, split, row): each row with the same key and split as the row

@@ -16,11 +16,10 @@ from ...sketches.minhash import empty_rows, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
 from ...wording import plural
 from .._columns import key_hex, nonempty_hash, snippet
-from .._ids import id_column
 from .._keyed_minhash import band_rows, set_column, sets_of, sig_column, signatures_of
 from .._minhash import check_minhash_options, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
-from ._sources import source_values
+from ._sources import source_values, with_row_labels
 
 
 def lsh_params(rule: Any) -> tuple[int, int]:
@@ -183,13 +182,7 @@ class NearDuplicates(Rule):
         }
         if self.verify == "exact":
             cols["sets"] = set_column(batch.feature("shingle_sets", **shingle_params(self)), idx)
-        ids = id_column(batch)
-        if ids is not None:
-            cols["id"] = ids.take(at)
-        sources = source_values(batch)
-        if sources is not None:
-            cols["source"] = sources.take(at)
-        return pa.table(cols)
+        return with_row_labels(cols, batch, at)
 
     def edges(self, part: pa.Table) -> pa.Table:
         """Candidate pairs of one partition, rows sorted by (key, split, row): a bucket is a run
