@@ -207,6 +207,18 @@ def excess_pvalue(k: int, n: int, events: int, total: int) -> float:
     return float(min(1.0, max(0.0, hypergeom.sf(k - 1, total, events, n))))
 
 
+def excess_pvalues(
+    k: np.ndarray, n: np.ndarray, events: np.ndarray, total: np.ndarray
+) -> np.ndarray:
+    """:func:`excess_pvalue` of many subsets at once (numpy arrays, element by element)."""
+    from scipy.stats import hypergeom
+
+    k, n = np.asarray(k, np.int64), np.asarray(n, np.int64)
+    events, total = np.asarray(events, np.int64), np.asarray(total, np.int64)
+    p = np.clip(hypergeom.sf(k - 1, total, events, n), 0.0, 1.0)
+    return np.where((n <= 0) | (events <= 0) | (k <= 0), 1.0, p)
+
+
 def binomial_excess(k: int, n: int, p: float) -> float:
     """One-sided binomial p-value of ``k`` or more successes in ``n`` trials at rate ``p``."""
     if k <= 0 or n <= 0:

@@ -100,3 +100,14 @@ def test_auc_null_sd_is_the_spread_of_auc_under_no_difference():
     assert np.std(aucs) == pytest.approx(auc_null_sd(n1, n2), rel=0.05)
     assert auc_null_sd(2000, 2000) == pytest.approx(0.00913, abs=1e-5)
     assert math.isnan(auc_null_sd(0, 5))
+
+
+def test_excess_pvalues_agree_with_the_scalar_test_element_by_element():
+    import numpy as np
+
+    from dataaudit.stats import excess_pvalue, excess_pvalues
+
+    cases = [(3, 10, 5, 100), (0, 10, 5, 100), (5, 5, 5, 100), (2, 0, 5, 50), (7, 20, 30, 60)]
+    k, n, events, total = (np.array(c) for c in zip(*cases))
+    got = excess_pvalues(k, n, events, total)
+    assert np.allclose(got, [excess_pvalue(*c) for c in cases])

@@ -8,7 +8,13 @@ import numpy as np
 
 from ...context import AuditContext
 from ...rule import Direction, Finding, Flag, RuleResult, Severity
-from ...stats import benjamini_hochberg, binomial_excess, cohens_h, excess_pvalue
+from ...stats import (
+    benjamini_hochberg,
+    binomial_excess,
+    cohens_h,
+    excess_pvalue,
+    excess_pvalues,
+)
 from ...wording import plural
 from ._rows import EvalRule, Table, gather, grade
 
@@ -244,8 +250,6 @@ class FailureSlices(EvalRule):
 
     def _pairs(self, tested, members, wrong, rate, t, ctx, result) -> list[dict[str, Any]]:
         """Two-attribute slices worse than either attribute alone (findings), ranked by q."""
-        from scipy.stats import hypergeom
-
         n, errors = t.n, int(wrong.sum())
         # parents: tested slices with an error; the worst first, so a cap keeps the likeliest
         parents = sorted(
@@ -275,7 +279,7 @@ class FailureSlices(EvalRule):
         )
         pm = np.array([tested[x]["size"] for x in worse])
         pk = np.array([tested[x]["wrong"] for x in worse])
-        p_within = np.where(k > 0, hypergeom.sf(k - 1, pm, pk, m), 1.0)
+        p_within = excess_pvalues(k, m, pk, pm)
         q = benjamini_hochberg(p_within.tolist())
         rows = []
         for c in range(len(cands)):
