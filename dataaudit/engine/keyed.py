@@ -122,7 +122,18 @@ def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     return out
 
 
-def emit(run: RuleRun, batch: Any) -> pa.Table | None:
+def _split_column(batch: Any, n: int, splits: list[str] | None) -> pa.Array:
+    """``batch``'s split for ``n`` spilled rows: its rank in the audit's ``splits`` (int16: the
+    partitions' takes and sorts never touch strings; rules see names, :func:`_named`), or its
+    name when the splits are not known (a rule's conformance check)."""
+    if splits is None:
+        return pa.repeat(pa.scalar(batch.split, pa.string()), n)
+    if batch.split not in splits:
+        raise ValueError(f"a keyed row names a split the audit does not have: {batch.split!r}")
+    return pa.array(np.full(n, splits.index(batch.split), np.int16))
+
+
+def emit(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table | None:
     """The rule's keyed rows of ``batch`` with their split, or None; a rule that raises or emits
     the wrong shape gets the error (like a failing ``update``)."""
     try:
@@ -136,15 +147,13 @@ def emit(run: RuleRun, batch: Any) -> pa.Table | None:
         table = table.set_column(
             table.column_names.index("key"), "key", table.column("key").cast(pa.uint64())
         ).set_column(table.column_names.index("row"), "row", table.column("row").cast(pa.int64()))
-        return table.append_column(
-            "split", pa.repeat(pa.scalar(batch.split, pa.string()), len(table))
-        )
+        return table.append_column("split", _split_column(batch, len(table), splits))
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
         return None
 
 
-def emit_rows(run: RuleRun, batch: Any) -> pa.Table | None:
+def emit_rows(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table | None:
     """The verifying rule's per-row payload of ``batch``, keyed by its rows (:func:`node_keys`)."""
     try:
         table = run.rule.emit_rows(run.state, batch)
@@ -157,22 +166,26 @@ def emit_rows(run: RuleRun, batch: Any) -> pa.Table | None:
         table = table.set_column(
             table.column_names.index("row"), "row", table.column("row").cast(pa.int64())
         )
-        split = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
-        table = table.append_column("split", split)
-        return table.append_column("key", pa.array(node_keys(split, table.column("row"))))
+        name = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
+        key = pa.array(node_keys(name, table.column("row")))
+        table = table.append_column("split", _split_column(batch, table.num_rows, splits))
+        return table.append_column("key", key)
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
         return None
 
 
-def spill(store: Any, index: int, run: RuleRun, batch: Any) -> None:
-    """A keyed rule's rows of ``batch`` (and its payload rows, if it verifies) into ``store``."""
+def spill(
+    store: Any, index: int, run: RuleRun, batch: Any, splits: list[str] | None = None
+) -> None:
+    """A keyed rule's rows of ``batch`` (and its payload rows, if it verifies) into ``store``;
+    ``splits``: the audit's, to spill each row's split as its rank (see :func:`_split_column`)."""
     parts = partitions_of(run.rule)
-    rows = emit(run, batch)
+    rows = emit(run, batch, splits)
     if rows is not None:
         store.add(index, parts, rows)
     if run.active and verifies(run.rule):
-        payload = emit_rows(run, batch)
+        payload = emit_rows(run, batch, splits)
         if payload is not None:
             store.add(rows_index(index), parts, payload)
 
@@ -216,19 +229,40 @@ class MemorySpill:
     def close(self) -> None:
         pass
 
+    def drop(self, index: Any, p: int) -> None:
+        """Forget the pieces of ``index`` and partition ``p`` (read for the last time)."""
+        self.parts.pop((index, p), None)
+
     def remove(self) -> None:
         self.parts = {}
 
 
+#: bytes of pieces a :class:`DiskSpill` keeps in memory before it writes pieces to disk (most
+#: audits' keyed rows never touch the disk; a large one's memory stays bounded by this)
+SPILL_BUDGET = 256 << 20
+
+
 class DiskSpill:
     """Keyed rows on disk: ``<dir>/<rule index>/<partition>/<writer>.arrow``, one Arrow stream
-    per writer (a process, or a chunk in a worker), so writers never share a file."""
+    per writer (a process, or a chunk in a worker), so writers never share a file. The first
+    ``budget`` bytes of pieces (default :data:`SPILL_BUDGET`) stay in this process's memory
+    instead (0: every piece to disk, as a worker process writing for its parent must;
+    ``shared``: a spill whose pieces in memory count too, the verification hop's scratch beside
+    the keyed rows)."""
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        budget: int | None = None,
+        shared: DiskSpill | None = None,
+    ):
         self.owner = root is None  # the folder is this object's: removed with it
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="dataaudit-"))
         self.name = uuid.uuid4().hex
         self.writers: dict[tuple[int, int], Any] = {}
+        self.budget, self.held = SPILL_BUDGET if budget is None else budget, 0
+        self.shared = shared  # a spill whose memory counts against this one's budget too
+        self.memory: dict[tuple[Any, int], list[pa.Table]] = {}
         if self.owner:  # an audit that raised mid-scan leaves no partitions behind
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
@@ -239,6 +273,14 @@ class DiskSpill:
 
     def put(self, index: Any, p: int, piece: pa.Table) -> None:
         """A piece already cut for partition ``p``."""
+        size = piece.nbytes
+        held = self.held + (self.shared.held if self.shared is not None else 0)
+        # a partition's pieces read back in the order they came: none to memory after its first
+        # on disk
+        if held + size <= self.budget and (index, p) not in self.writers:
+            self.memory.setdefault((index, p), []).append(piece)
+            self.held += size
+            return
         writer = self.writers.get((index, p))
         if writer is None:
             folder = self.root / str(index) / str(p)
@@ -253,17 +295,26 @@ class DiskSpill:
             sink.close()
         self.writers = {}
 
+    def drop(self, index: Any, p: int) -> None:
+        """Forget the pieces of ``index`` and partition ``p``, in memory and on disk (read for
+        the last time: their memory is free for the pieces that follow)."""
+        self.held -= sum(piece.nbytes for piece in self.memory.pop((index, p), ()))
+        if (index, p) in self.writers:
+            sink, writer = self.writers.pop((index, p))
+            writer.close()
+            sink.close()
+        shutil.rmtree(self.root / str(index) / str(p), ignore_errors=True)
+
     def table(self, index: Any, p: int) -> pa.Table | None:
         folder = self.root / str(index) / str(p)
-        if not folder.is_dir():
-            return None
-        pieces = []
-        for path in sorted(folder.glob("*.arrow")):
+        pieces = list(self.memory.get((index, p), ()))
+        for path in sorted(folder.glob("*.arrow")) if folder.is_dir() else ():
             with pa.OSFile(str(path), "rb") as source:
                 pieces.append(pa.ipc.open_stream(source).read_all())
         return pa.concat_tables(pieces) if pieces else None
 
     def remove(self) -> None:
+        self.memory, self.held = {}, 0
         self.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -281,11 +332,9 @@ def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
     at = order[tied]
     if not len(at):
         return None
-    part = part.take(pa.array(at))
-    rank = pc.index_in(part.column("split"), value_set=pa.array(splits, pa.string()))
-    r = np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
-    rows = np.asarray(part.column("row").to_numpy(), np.int64)
-    return part.take(pa.array(np.lexsort((rows, r, k[tied]))))
+    r = _ranks(part.column("split"), splits)[at]
+    rows = np.asarray(part.column("row").to_numpy(), np.int64)[at]
+    return _named(part.take(pa.array(at[np.lexsort((rows, r, k[tied]))])), splits)
 
 
 def _check_edges(edges: pa.Table, what: str) -> None:
@@ -426,6 +475,7 @@ def verify_part(
     both = pa.concat_tables(
         [ends_t.select(cols), rows.select(cols).take(pa.array(need_b))], promote_options="default"
     )
+    both = _named(both, splits)
     pairs_t = pairs_t.append_column("at_a", pa.array(at_a, pa.int64()))
     pairs_t = pairs_t.append_column("at_b", pa.array(ends_t.num_rows + inv_b, pa.int64()))
     edges = rule.verify_pairs(pairs_t, both)
@@ -465,7 +515,8 @@ def run_local(
         hop1 = _windowed(
             lambda p: candidates_of(rule, store.table(index, p), splits, parts), parts, threads
         )
-        for pieces in hop1:
+        for p, pieces in enumerate(hop1):
+            _drop(store, index, p)  # read: its memory is free for the hop's pieces
             for q, piece in enumerate(pieces):
                 if piece is not None:
                     scratch.put("pairs", q, piece)
@@ -475,7 +526,8 @@ def run_local(
             parts,
             threads,
         )
-        for pieces in hop2a:
+        for p, pieces in enumerate(hop2a):
+            _drop(scratch, "pairs", p)
             for q in range(parts):
                 if pieces[q] is not None:
                     scratch.put("first", q, pieces[q])
@@ -492,10 +544,21 @@ def run_local(
             parts,
             threads,
         )
-        edges, members = map(list, zip(*hop2b)) if parts else ([], [])
+        edges, members = [], []
+        for q, (found, rows) in enumerate(hop2b):
+            _drop(store, payload, q)
+            edges.append(found)
+            members.append(rows)
         return clusters_of(edges, splits, members)
     finally:
         scratch.remove()
+
+
+def _drop(store: Any, index: Any, p: int) -> None:
+    """``store`` forgets partition ``p`` of ``index`` (one without ``drop`` keeps it until it is
+    removed)."""
+    if callable(getattr(store, "drop", None)):
+        store.drop(index, p)
 
 
 #: partitions of the verification hop worked on at once in one process (numpy's sorts, Arrow's
@@ -516,13 +579,32 @@ def _windowed(fn: Any, n: int, threads: int) -> Any:
             yield from pool.map(fn, range(lo, min(n, lo + threads)))
 
 
-def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
-    """(split rank << 40) | row: one sortable int64 per (split, row)."""
+def _ranks(split: Any, splits: list[str]) -> np.ndarray:
+    """Each row's split as its rank in ``splits``: a spilled rank column as it is, a column of
+    names looked up (a rule's edges, a conformance check's spill)."""
+    if pa.types.is_integer(split.type):
+        r = np.asarray(split.to_numpy(), np.int64)
+        if len(r) and (r.min() < 0 or r.max() >= len(splits)):
+            raise ValueError("a keyed row names a split the audit does not have")
+        return r
     rank = pc.index_in(split, value_set=pa.array(splits, pa.string()))
     if rank.null_count:
         raise ValueError("a keyed row names a split the audit does not have")
-    r = np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
-    return (r << 40) | np.asarray(row.to_numpy(), np.int64)
+    return np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
+
+
+def _named(table: pa.Table, splits: list[str]) -> pa.Table:
+    """``table`` with its ``split`` column as names, as rules see it (spilled as ranks)."""
+    split = table.column("split")
+    if not pa.types.is_integer(split.type):
+        return table
+    names = pa.array(splits, pa.string()).take(pa.array(_ranks(split, splits)))
+    return table.set_column(table.column_names.index("split"), "split", names)
+
+
+def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
+    """(split rank << 40) | row: one sortable int64 per (split, row)."""
+    return (_ranks(split, splits) << 40) | np.asarray(row.to_numpy(), np.int64)
 
 
 class Cluster(list):

@@ -34,6 +34,7 @@ def scan(
     bar = Progress(progress, total_rows, desc)
     timings = state.timings
     clock = time.perf_counter
+    names = list(ctx.splits)  # keyed rows spill their split as its rank in these
     try:
         source = iter(batches)
         while True:
@@ -60,7 +61,7 @@ def scan(
                     run.error = error_message(exc)
                     run.state = None
                 if state.spill is not None and run.active and keyed.is_keyed(run.rule):
-                    keyed.spill(state.spill, index, run, batch)
+                    keyed.spill(state.spill, index, run, batch, names)
                 # features this rule asked for first are the features' time, not the rule's
                 run.charge("update", clock() - t0 - (batch.features_total - f0))
             timings.add_features(batch.feature_seconds)
@@ -138,6 +139,8 @@ def _finish_keyed(state: ScanState, run: RuleRun, ctx: AuditContext) -> RuleResu
     if the rule verifies); their components into its result."""
     index = state.runs.index(run)
     state.spill.close()
-    scratch = keyed.DiskSpill(state.spill.root / f"hop-{index}")
+    # the verification hop's pieces share the spill's memory budget (partitions are dropped
+    # once read for the last time: run_local)
+    scratch = keyed.DiskSpill(state.spill.root / f"hop-{index}", shared=state.spill)
     clusters = keyed.run_local(run.rule, state.spill, index, list(ctx.splits), scratch)
     return run.rule.finish_keyed(run.state, clusters, ctx)

@@ -89,7 +89,8 @@ def _fold_chunk(
     if spill is not None:
         from .keyed import DiskSpill, MemorySpill
 
-        state.spill = MemorySpill() if spill == "memory" else DiskSpill(spill)
+        # a worker's pieces go to disk, where its parent reads them (budget 0)
+        state.spill = MemorySpill() if spill == "memory" else DiskSpill(spill, budget=0)
     for split, offset, rb in chunk:
         scan(state, [(split, rb)], ctx, offsets={split: offset})
     if spill is not None and spill != "memory":

@@ -132,3 +132,54 @@ def test_verify_columns_stay_in_the_partition():
         assert clusters == [[("train", 1), ("train", 8)]]
         assert ("sig" in clusters.rows.column_names) is carried
         assert clusters.rows.column("chars").to_pylist() == [10, 80]
+
+
+def test_disk_spill_keeps_pieces_in_memory_up_to_its_budget():
+    # pieces under the budget never touch the disk; beyond it they are written, and a
+    # partition reads back both (a worker's spill, budget 0, writes everything for its parent)
+    import pyarrow as pa
+
+    piece = pa.table({"key": pa.array([1, 2], pa.uint64()), "row": pa.array([0, 1], pa.int64())})
+    for budget, on_disk in ((0, 3), (piece.nbytes, 2), (10 * piece.nbytes, 0)):
+        store = keyed_engine.DiskSpill(budget=budget)
+        try:
+            for _ in range(3):
+                store.put(0, 1, piece)
+            store.close()
+            read = store.table(0, 1)
+            assert read.num_rows == 6 and read.column("row").to_pylist() == [0, 1] * 3
+            files = list((store.root / "0" / "1").glob("*.arrow"))
+            written = sum(1 for f in files for _ in pa.ipc.open_stream(f.read_bytes()))
+            assert written == on_disk and store.held <= budget
+            assert store.table(0, 2) is None
+        finally:
+            store.remove()
+
+
+def test_keyed_rows_spill_their_split_as_its_rank():
+    # the partitions hold an int16 split rank (cheap takes and sorts); rules see its name
+    import pyarrow as pa
+
+    from dataaudit.engine.state import RuleRun
+
+    seen = []
+
+    class Names(KeyedExact):
+        def edges(self, part):
+            seen.append(part.column("split").to_pylist())
+            return super().edges(part)
+
+    from dataaudit.context import AuditContext
+    from dataaudit.rule import Roles
+
+    rule, ctx = Names(), AuditContext(splits={}, roles=Roles(text="text"))
+    rb = pa.record_batch({"text": ["a", "a", "b"]})
+    store = keyed_engine.MemorySpill()
+    run = RuleRun(rule, rule.severity, rule.start(ctx))
+    batch = ctx.batch("test", rb, 0)
+    keyed_engine.spill(store, 0, run, batch, ["train", "test"])
+    tables = [store.table(0, p) for p in range(keyed_engine.partitions_of(rule))]
+    assert {t.column("split").type for t in tables if t is not None} == {pa.int16()}
+    edges = [keyed_engine.edges_of(rule, t, ["train", "test"]) for t in tables]
+    assert keyed_engine.clusters_of(edges, ["train", "test"]) == [[("test", 0), ("test", 1)]]
+    assert seen and all(set(names) == {"test"} for names in seen)
