@@ -237,9 +237,11 @@ class MemorySpill:
         self.parts = {}
 
 
-#: bytes of pieces a :class:`DiskSpill` keeps in memory before it writes pieces to disk (most
-#: audits' keyed rows never touch the disk; a large one's memory stays bounded by this)
-SPILL_BUDGET = 256 << 20
+#: bytes of pieces a :class:`DiskSpill` keeps in memory before it writes pieces to disk. 0: held
+#: pieces cost more than the disk saves; measured side by side (DUP002+LBL001, 200k rows,
+#: bench/data/scale_200000_8): 256 MB made CPU 5-20% worse and peak RSS ~0.25 GB higher than
+#: writing every piece (the page cache keeps them anyway); at 1M rows CPU was unchanged
+SPILL_BUDGET = 0
 
 
 class DiskSpill:
@@ -438,14 +440,22 @@ def join_first(
     first = np.ones(len(order), bool)
     first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
     keep = order[first]  # the distinct pairs, sorted (a, b)
-    pairs = pairs.take(pa.array(keep))
     at = _locate(rows, na[keep], splits, "a candidate pair")
-    where = node_keys(pairs.column("split_b"), pairs.column("row_b")) % np.uint64(parts)
-    where = where.astype(np.int64)
-    for q in np.unique(where).tolist():
-        sel = np.flatnonzero(where == q)
-        out[q] = pairs.take(pa.array(sel))
-        out[parts + q] = rows.take(pa.array(np.unique(at[sel])))
+    where = node_keys(
+        pairs.column("split_b").take(pa.array(keep)), pairs.column("row_b").take(pa.array(keep))
+    ) % np.uint64(parts)
+    # grouped by the partition of the second end (stable: (a, b) order within), one take of
+    # the pairs and one of the rows, then zero-copy slices
+    by = np.argsort(where.astype(np.int64), kind="stable")
+    bounds = np.searchsorted(where[by], np.arange(parts + 1, dtype=np.uint64))
+    pairs = pairs.take(pa.array(keep[by]))
+    need = [np.unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
+    starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
+    ends = rows.take(pa.array(np.concatenate(need)))
+    for q in range(parts):
+        if bounds[q + 1] > bounds[q]:
+            out[q] = pairs.slice(bounds[q], bounds[q + 1] - bounds[q])
+            out[parts + q] = ends.slice(starts[q], starts[q + 1] - starts[q])
     return out
 
 
