@@ -10,7 +10,7 @@ import pyarrow as pa
 from ..sketches.lsh import signature_keys
 from ..sketches.minhash import ShingleSets
 
-__all__ = ["band_rows", "set_column", "sets_of", "sig_column", "signatures_of"]
+__all__ = ["band_rows", "bucket_pairs", "set_column", "sets_of", "sig_column", "signatures_of"]
 
 
 def band_rows(
@@ -26,6 +26,37 @@ def band_rows(
     at = np.repeat(np.arange(n, dtype=np.int64), bands)
     band = np.tile(np.arange(bands, dtype=np.uint8), n)
     return keys.reshape(-1), at, band
+
+
+def bucket_pairs(
+    new_bucket: np.ndarray, full: np.ndarray, band: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Candidate pairs of LSH band buckets, as the in-process LSH takes them
+    (:func:`dataaudit.sketches.lsh.near_duplicate_pairs`). The rows come in buckets (runs;
+    ``new_bucket`` marks each run's first row), each in row order; ``full`` is the hash of a
+    row's whole signature and ``band`` its band. Rows with identical signatures join the first
+    of them unverified (from band 0 only, where every row is); the others chain to their
+    bucket's first and previous one. Returns positions ``a``, ``b`` and how many leading pairs
+    are those identical-signature copies."""
+    n = len(full)
+    bucket = np.cumsum(new_bucket) - 1
+    pos = np.arange(n, dtype=np.int64)
+    g = np.lexsort((pos, full, bucket))
+    first = np.ones(n, bool)
+    first[1:] = (bucket[g][1:] != bucket[g][:-1]) | (full[g][1:] != full[g][:-1])
+    lead = g[np.maximum.accumulate(np.where(first, pos, 0))]
+    copy, copy_of = g[~first], lead[~first]
+    zero = band[copy] == 0
+    rep = np.zeros(n, bool)
+    rep[g[first]] = True
+    reps = np.flatnonzero(rep)  # by bucket, then row
+    start = np.ones(len(reps), bool)
+    start[1:] = bucket[reps][1:] != bucket[reps][:-1]
+    firsts = reps[np.maximum.accumulate(np.where(start, np.arange(len(reps)), 0))]
+    m = np.flatnonzero(~start)
+    a = np.concatenate([copy_of[zero], firsts[m], reps[m - 1]])
+    b = np.concatenate([copy[zero], reps[m], reps[m]])
+    return a, b, int(zero.sum())
 
 
 def sig_column(sig: np.ndarray) -> pa.Array:

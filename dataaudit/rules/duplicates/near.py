@@ -16,7 +16,14 @@ from ...sketches.minhash import empty_rows, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
 from ...wording import plural
 from .._columns import key_hex, nonempty_hash, snippet
-from .._keyed_minhash import band_rows, set_column, sets_of, sig_column, signatures_of
+from .._keyed_minhash import (
+    band_rows,
+    bucket_pairs,
+    set_column,
+    sets_of,
+    sig_column,
+    signatures_of,
+)
 from .._minhash import check_minhash_options, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
 from ._sources import source_values, with_row_labels
@@ -199,32 +206,9 @@ class NearDuplicates(Rule):
         band = part.column("band").to_numpy()
         new = np.ones(n, bool)
         new[1:] = (keys[1:] != keys[:-1]) | (codes[1:] != codes[:-1])
-        bucket = np.cumsum(new) - 1
-        pos = np.arange(n, dtype=np.int64)
-        # copies: by (bucket, whole signature, position); the first of each run is a rep
-        order = np.lexsort((pos, full, bucket))
-        first_occ = np.ones(n, bool)
-        first_occ[1:] = (bucket[order][1:] != bucket[order][:-1]) | (
-            full[order][1:] != full[order][:-1]
-        )
-        lead = order[np.maximum.accumulate(np.where(first_occ, np.arange(n), 0))]
-        copy = order[~first_occ]
-        copy_of = lead[~first_occ]
-        zero = band[copy] == 0
-        same_a, same_b = copy_of[zero], copy[zero]
-        rep = np.zeros(n, bool)
-        rep[order[first_occ]] = True
-        # candidates among the reps of a bucket, in row order: (first, member), (previous, member)
-        reps = np.flatnonzero(rep)
-        rb = bucket[reps]
-        start = np.ones(len(reps), bool)
-        start[1:] = rb[1:] != rb[:-1]
-        firsts = reps[np.maximum.accumulate(np.where(start, np.arange(len(reps)), 0))]
-        m = np.flatnonzero(~start)
-        a = np.concatenate([same_a, firsts[m], reps[m - 1]])
-        b = np.concatenate([same_b, reps[m], reps[m]])
+        a, b, copies = bucket_pairs(new, full, band)
         same = np.zeros(len(a), bool)
-        same[: len(same_a)] = True
+        same[:copies] = True
         row = part.column("row")
         ia, ib = pa.array(a), pa.array(b)
         return pa.table(

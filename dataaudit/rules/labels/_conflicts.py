@@ -24,6 +24,7 @@ from ...sketches.minhash import EMPTY_HASH
 from ...sketches.state import PerSplit
 from .._columns import SNIPPET_EXTRA, cat
 from .._ids import id_column, take_ids
+from .._keyed_minhash import bucket_pairs
 from .._minhash import DEFAULTS as MINHASH
 
 
@@ -379,36 +380,13 @@ def edges(part: pa.Table) -> pa.Table:
 def _band_pairs(scode, band, key, full, row):
     """Positions (a, b) of the candidate pairs among band rows (see :func:`edges`); the rows
     come sorted by (key, split, row)."""
-    n = len(row)
     # buckets (band, key, split): a stable sort by band keeps each bucket in row order
     o = np.argsort(band, kind="stable")
     bd, k, s = band[o], key[o], scode[o]
-    new_bucket = np.ones(n, bool)
+    new_bucket = np.ones(len(row), bool)
     new_bucket[1:] = (bd[1:] != bd[:-1]) | (k[1:] != k[:-1]) | (s[1:] != s[:-1])
-    bucket = np.cumsum(new_bucket) - 1
-    # within a bucket, rows with identical signatures (the whole-signature hash): the first
-    # of each is a representative, the others join it unverified (in band 0, where every row
-    # with shingles is)
-    pos = np.arange(n, dtype=np.int64)
-    g = np.lexsort((pos, full[o], bucket))
-    first = np.ones(n, bool)
-    first[1:] = (bucket[g][1:] != bucket[g][:-1]) | (full[o][g][1:] != full[o][g][:-1])
-    lead = g[np.maximum.accumulate(np.where(first, pos, 0))]
-    dup = g[~first]
-    dup_of = lead[~first]
-    zero = bd[dup] == 0
-    ea, eb = o[dup_of[zero]], o[dup[zero]]
-    # the representatives of a bucket in row order: each to the bucket's first and previous
-    rep = np.zeros(n, bool)
-    rep[g[first]] = True
-    reps = np.flatnonzero(rep)  # positions in band order: by bucket, then row
-    start = np.ones(len(reps), bool)
-    start[1:] = bucket[reps][1:] != bucket[reps][:-1]
-    firsts = reps[np.maximum.accumulate(np.where(start, np.arange(len(reps)), 0))]
-    m = np.flatnonzero(~start)
-    ca = np.concatenate([ea, o[firsts[m]], o[reps[m - 1]]])
-    cb = np.concatenate([eb, o[reps[m]], o[reps[m]]])
-    return ca, cb
+    a, b, _ = bucket_pairs(new_bucket, full[o], bd)
+    return o[a], o[b]
 
 
 def verify_pairs(pairs: pa.Table, rows: pa.Table, threshold: float) -> pa.Table:
