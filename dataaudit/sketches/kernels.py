@@ -587,6 +587,20 @@ def _emit(h, r, k, sig, values, o, top):
             sig[r, b] = v
 
 
+@kernel(inline="always")
+def _roll(t, acc, ring, p, c, o, ngram, gn, seed_mix, r, k, sig, values, top):
+    """One token into the rolling shingle hash (``ring`` holds the last ``ngram`` tokens); a
+    full shingle is emitted (:func:`_emit`). Returns the new (acc, p, c, o)."""
+    acc = acc * GOLDEN + t - ring[p] * gn
+    ring[p] = t
+    p = p + 1 if p + 1 < ngram else 0
+    c += 1
+    if c >= ngram:
+        _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
+        o += 1
+    return acc, p, c, o
+
+
 @kernel()
 def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, whole_short,
                 gn, set_offsets, sig, probes, sentinel, empty, keys, values):  # fmt: skip
@@ -625,13 +639,8 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
                     rowh = _mix(rowh ^ wt)
                     words += 1
                     if not char:  # a word token
-                        acc = acc * GOLDEN + wt - ring[p] * gn
-                        ring[p] = wt
-                        p = p + 1 if p + 1 < ngram else 0
-                        c += 1
-                        if c >= ngram:
-                            _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
-                            o += 1
+                        acc, p, c, o = _roll(wt, acc, ring, p, c, o, ngram, gn, seed_mix,
+                                             r, k, sig, values, top)  # fmt: skip
                     wh = U64(0)
                     ww = U64(0)
                     wshift = U64(0)
@@ -655,13 +664,8 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
                 _, one = _decode_packed(packed, pos, width)
                 pos += width
                 t = _mix(one ^ (U64(width) << U64(56)) ^ TOKEN_SEED)
-                acc = acc * GOLDEN + t - ring[p] * gn
-                ring[p] = t
-                p = p + 1 if p + 1 < ngram else 0
-                c += 1
-                if c >= ngram:
-                    _emit(_mix(acc ^ seed_mix), r, k, sig, values, o, top)
-                    o += 1
+                acc, p, c, o = _roll(t, acc, ring, p, c, o, ngram, gn, seed_mix,
+                                     r, k, sig, values, top)  # fmt: skip
         if 0 < c < ngram and whole_short:  # one shingle of all tokens, zero-padded
             for _ in range(ngram - c):
                 acc = acc * GOLDEN
