@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ...context import AuditContext
 from ...features import Batch
@@ -12,12 +15,17 @@ from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
-from .._columns import append, cat, key_hex, texts
-from .._ids import take_ids
-from .._minhash import check_minhash_options, minhash_columns
+from .._columns import append, cat, key_hex, nonempty_hash, snippet, texts
+from .._ids import id_column, take_ids
+from .._minhash import check_minhash_options, minhash_columns, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
+from ._eval_index import CAP, EvalIndex, Matches, build_index, merge_matches, probe
 
-MAX_MATCHES = 5
+MAX_MATCHES = 5  #: train rows a finding names
+#: eval rows (all eval sides together) up to which they are indexed and broadcast to the
+#: workers (~1.5 KB a row with 128 permutations and exact verification: ~300 MB at the cap);
+#: above it the in-process search runs, as without a prepass
+MAX_EVAL_ROWS = 200_000
 
 
 def _take(sp: dict[str, Any], key: str, free: bool) -> list[Any]:
@@ -43,9 +51,18 @@ class TrainEvalOverlap(Rule):
         cluster id per leaked eval row (``test:74``): the eval row with the action ``keep`` (the
         benchmark stays intact) and every train row that matches it with the action ``drop``
         (all exact copies; near copies as LSH finds them, at most 10 train rows per eval row
-        and band bucket). A train row matching several eval rows is flagged once, in the
-        cluster of its closest match. For ``pairs`` whose reference split is not a train split,
-        the reference rows get ``review`` instead of ``drop``.
+        and band bucket: the 10 smallest rows of the bucket). A train row matching several
+        eval rows is flagged once, in the cluster of its closest match. For ``pairs`` whose
+        reference split is not a train split, the reference rows get ``review`` instead of
+        ``drop``.
+
+        Memory: the eval splits are read first (a prepass) and indexed (exact keys, LSH band
+        buckets, signatures and shingle sets: ~1.5 KB a row); the index is broadcast to the
+        workers and train streams against it, keeping only the train rows that match (and the
+        10 smallest rows of each eval bucket). Memory follows the eval side, not train.
+        Above 200,000 eval rows, or on an engine without a prepass, every row of both sides
+        is kept until the end instead (memory grows with train); both give the same report,
+        and ``details.mode`` says which ran ("broadcast" or "in-process").
 
     Why it matters:
         An eval row that the model saw in training measures memorization, not generalization:
@@ -109,100 +126,124 @@ class TrainEvalOverlap(Rule):
             "origin": state_origin(self, ctx),
             "chars": ctx.example_chars,
             "splits": PerSplit(dict),
+            "matches": {},
         }
 
-    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
-        return state
+    # the prepass: the eval sides, indexed once and broadcast (see _eval_index)
 
-    @staticmethod
-    def _flags(ev, ref, ctx, se, sr, e_rows, r_rows, kind, best, ref_pairs) -> list[Flag]:
-        """Both sides of every leak: the eval row (keep) and each train row it matches (drop)."""
-        leaked = sorted(kind)
-        e_ids = take_ids(se.get("ids", []), leaked)
-        flags = [
-            Flag(
-                ev,
-                int(e_rows[i]),
-                f"{ev}:{int(e_rows[i])}",
-                kind[i],
-                action="keep",
-                score=round(best[i], 4),
-                id=row_id,
+    def prepass_splits(self, ctx: AuditContext) -> list[str]:
+        evals = list(dict.fromkeys(e for e, _ in self._comparisons(ctx)))
+        known = [ctx.splits[e].num_rows for e in evals if e in ctx.splits]
+        if sum(n or 0 for n in known) > MAX_EVAL_ROWS:
+            return []  # too large to broadcast: the in-process search
+        return evals
+
+    def prepass_start(self, ctx: AuditContext) -> dict[str, Any]:
+        return {"origin": state_origin(self, ctx), "splits": PerSplit(dict), "rows": 0}
+
+    def prepass_update(self, pre: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        pre["rows"] += batch.num_rows
+        if pre["rows"] <= MAX_EVAL_ROWS:  # past the cap nothing more is kept
+            # the shingles first: the exact keys then reuse their pass (as minhash_columns)
+            cols = {"sig": batch.feature("minhash", **minhash_params(self))}
+            if self.verify == "exact":
+                cols["sets"] = batch.feature("shingle_sets", **shingle_params(self))
+            cols.update(rows=batch.row_ids, hash=nonempty_hash(batch))
+            append(pre, batch.split, **cols)
+        return pre
+
+    def prepass_merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        check_origin(self, a, b)
+        return {**a, "splits": a["splits"].merge(b["splits"]), "rows": a["rows"] + b["rows"]}
+
+    def prepass_finish(self, pre: dict[str, Any], ctx: AuditContext) -> dict[str, Any] | None:
+        """The eval sides' indexes, or None (the in-process search) past MAX_EVAL_ROWS."""
+        if pre["rows"] > MAX_EVAL_ROWS:
+            return None
+        bands, rows = choose_bands(float(self.threshold), int(self.num_perm))
+        k = int(self.num_perm)
+        index = {}
+        for ev in dict.fromkeys(e for e, _ in self._comparisons(ctx)):
+            sp = pre["splits"].get(ev, {})
+            sets = sp.get("sets")
+            index[ev] = build_index(
+                cat(sp.get("rows", []), np.int64),
+                cat(sp.get("hash", []), np.uint64),
+                cat(sp.get("sig", []), np.uint32, k),
+                ShingleSets.concat(sets) if sets else None,
+                bands,
+                rows,
             )
-            for i, row_id in zip(leaked, e_ids)
-        ]
-        # each train row once: its closest eval row (highest similarity, then first row; an
-        # exact match wins a tie): ref_pairs are arrays (ref pos, eval pos, sim, 0 exact/1 near)
-        rp, ri, rs, rhow = ref_pairs
-        o = np.lexsort((rhow, ri, -rs, rp))
-        first = np.ones(len(o), bool)
-        first[1:] = rp[o][1:] != rp[o][:-1]
-        pick = o[first]  # by ref position, ascending
-        pick_p = rp[pick]
-        r_ids = take_ids(sr.get("ids", []), pick_p.tolist())
-        info = ctx.splits.get(ref)
-        action = "drop" if info is not None and info.kind == "train" else "review"
-        e_row = e_rows[ri[pick]].tolist()  # the eval row each train row is flagged with
-        flags.extend(
-            Flag(
-                ref,
-                r_row,
-                f"{ev}:{e}",
-                f"{'near' if how else 'exact'} copy of {ev} row {e}",
-                action=action,
-                score=round(s, 4),
-                id=row_id,
-            )
-            for r_row, e, s, how, row_id in zip(
-                r_rows[pick_p].tolist(), e_row, rs[pick].tolist(), rhow[pick].tolist(), r_ids
-            )
-        )
-        return flags
+        return {"comparisons": self._comparisons(ctx), "index": index}
+
+    def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
+        value = _prepared(batch.resources, self.code)
+        if value is None:  # the in-process search: every row's columns until finish
+            append(state, batch.split, **minhash_columns(self, batch, state["chars"]))
+            return state
+        split = batch.split
+        if split in value["index"]:  # an eval side: what its findings and flags show
+            cols = {"rows": batch.row_ids, "snip": snippet(batch, state["chars"])}
+            ids = id_column(batch)
+            append(state, split, **(cols if ids is None else {**cols, "ids": ids}))
+        refs = [(e, r) for e, r in value["comparisons"] if r == split]
+        if refs:  # a reference side: matched against the eval indexes, only matches kept
+            cols = minhash_columns(self, batch, state["chars"])
+            for ev, ref in refs:
+                key = f"{ev}~{ref}"
+                state["matches"][key] = probe(
+                    value["index"][ev],
+                    state["matches"].get(key) or Matches(),
+                    cols["rows"],
+                    cols["hash"],
+                    cols["sig"],
+                    cols.get("sets"),
+                    cols.get("ids"),
+                    cols["snip"],
+                    float(self.threshold),
+                )
+        return state
 
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
-        return {**a, "splits": a["splits"].merge(b["splits"])}
+        matches = dict(a["matches"])
+        for key, m in b["matches"].items():
+            matches[key] = merge_matches(matches[key], m) if key in matches else m
+        return {**a, "splits": a["splits"].merge(b["splits"]), "matches": matches}
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         threshold = float(self.threshold)
         bands, rows = choose_bands(threshold, int(self.num_perm))
         result = RuleResult(thresholds={"threshold": threshold, "bands": bands, "rows": rows})
+        value = _prepared(ctx.resources, self.code)
         details: dict[str, Any] = {}
         comparisons = self._comparisons(ctx)
         last = {name: k for k, pair in enumerate(comparisons) for name in pair}
         for k, (ev, ref) in enumerate(comparisons):
             se, sr = state["splits"].get(ev, {}), state["splits"].get(ref, {})
-            # a split no later comparison reads gives its signatures and sets up as they are
-            # copied (finish reads the state once): one copy at the peak, not two
-            free = {n for n in (ev, ref) if last[n] == k}
-            details[f"{ev}~{ref}"] = self._compare(ev, ref, se, sr, ctx, result, bands, rows, free)
-        result.details = {"comparisons": details}
+            if value is None:
+                # a split no later comparison reads gives its signatures and sets up as they
+                # are copied (finish reads the state once): one copy at the peak, not two
+                free = {n for n in (ev, ref) if last[n] == k}
+                leaks = self._in_process(se, sr, ev, ref, bands, rows, free)
+            else:
+                leaks = _broadcast(se, value["index"][ev], state["matches"].get(f"{ev}~{ref}"))
+            details[f"{ev}~{ref}"] = self._report(ev, ref, ctx, result, leaks)
+        mode = "in-process" if value is None else "broadcast"
+        result.details = {"comparisons": details, "mode": mode}
         return result
 
-    def _compare(
-        self, ev, ref, se, sr, ctx, result, bands, rows_per_band, free=frozenset()
-    ) -> dict[str, Any]:
+    def _in_process(self, se, sr, ev, ref, bands, rows_per_band, free) -> Leaks:
+        """Every row of both splits in this process: exact keys by a sort, near copies by LSH
+        between the two splits (at most CAP train rows per eval row and band bucket)."""
         threshold = float(self.threshold)
         k = int(self.num_perm)
         e_rows, r_rows = cat(se.get("rows", []), np.int64), cat(sr.get("rows", []), np.int64)
         e_hash, r_hash = cat(se.get("hash", []), np.uint64), cat(sr.get("hash", []), np.uint64)
         ne, nr = len(e_rows), len(r_rows)
-        matches: dict[int, list[tuple[int, float]]] = {}  # eval position -> [(ref pos, sim)]
-        kind: dict[int, str] = {}
-        # (ref pos, eval pos, sim, 0 exact / 1 near) of every match, for the train-side flags
-        pairs_p, pairs_i, pairs_s, pairs_how = [], [], [], []
-        # exact
+        # (ref pos, eval pos, sim) of every match, exact ones first
+        pairs_p, pairs_i, pairs_s, n_ex = [], [], [], 0
         if ne and nr:
-            order = np.lexsort((np.arange(nr), r_hash))
-            rh = r_hash[order]
-            lo = np.searchsorted(rh, e_hash, "left")
-            hi = np.searchsorted(rh, e_hash, "right")
-            for i in np.flatnonzero((hi > lo) & (e_hash != 0)).tolist():
-                matches[i] = [
-                    (p, 1.0) for p in order[lo[i] : min(hi[i], lo[i] + MAX_MATCHES)].tolist()
-                ]
-                kind[i] = "exact"
             # each train row with an exact copy in eval: pair it with the first such eval row
             eo = np.lexsort((np.arange(ne), e_hash))
             eh = e_hash[eo]
@@ -211,10 +252,8 @@ class TrainEvalOverlap(Rule):
             pairs_p.append(hit)
             pairs_i.append(eo[at[hit]])
             pairs_s.append(np.ones(len(hit)))
-            pairs_how.append(np.zeros(len(hit), np.int8))
-        # near: LSH between the two splits, verified
-        if ne and nr:
-            # one copy of both splits' signatures, filled chunk by chunk
+            n_ex = len(hit)
+            # near: LSH between the two splits, verified; one copy of both splits' signatures
             sig = cat(
                 _take(sr, "sig", ref in free) + _take(se, "sig", ev in free),
                 np.uint32,
@@ -223,8 +262,7 @@ class TrainEvalOverlap(Rule):
             )
             is_ref = np.zeros(nr + ne, bool)
             is_ref[:nr] = True
-            a, b = cross_candidates(sig, is_ref, bands, rows_per_band)
-            b_e = b - nr
+            a, b = cross_candidates(sig, is_ref, bands, rows_per_band, max_per_bucket=CAP)
             if len(a):
                 # every candidate is verified: the train side of an exact leak can hold near
                 # copies too, and a clean train split must lose them all
@@ -238,27 +276,100 @@ class TrainEvalOverlap(Rule):
                     sim = jaccard_estimate(sig[a], sig[b])
                 ok = sim >= threshold
                 pairs_p.append(a[ok])
-                pairs_i.append(b_e[ok])
+                pairs_i.append(b[ok] - nr)
                 pairs_s.append(np.asarray(sim[ok], float))
-                pairs_how.append(np.ones(int(ok.sum()), np.int8))
-                exact_rows = np.zeros(ne, bool)
-                exact_rows[list(kind)] = True
-                keep = ~exact_rows[b_e]
-                a, b, b_e, sim, ok = a[keep], b[keep], b_e[keep], sim[keep], ok[keep]
-                for ra, eb, s in sorted(
-                    zip(a[ok].tolist(), b_e[ok].tolist(), sim[ok].tolist()),
-                    key=lambda t: (t[1], -t[2], t[0]),
-                ):
-                    lst = matches.setdefault(eb, [])
-                    kind.setdefault(eb, "near")
-                    if len(lst) < MAX_MATCHES:
-                        lst.append((ra, s))
-        ref_pairs = (
-            np.concatenate(pairs_p) if pairs_p else np.zeros(0, np.int64),
-            np.concatenate(pairs_i) if pairs_i else np.zeros(0, np.int64),
-            np.concatenate(pairs_s) if pairs_s else np.zeros(0),
-            np.concatenate(pairs_how) if pairs_how else np.zeros(0, np.int8),
+        keys = np.concatenate(pairs_p) if pairs_p else np.zeros(0, np.int64)
+        return Leaks(
+            e_rows=e_rows,
+            e_hash=e_hash,
+            e_ids=se.get("ids", []),
+            e_snip=se.get("snip", []),
+            keys=keys,
+            e=np.concatenate(pairs_i) if pairs_i else np.zeros(0, np.int64),
+            s=np.concatenate(pairs_s) if pairs_s else np.zeros(0),
+            n_exact=n_ex,
+            ref_rows=lambda p: r_rows[p],
+            ref_ids=lambda i: take_ids(sr.get("ids", []), keys[i]),
+            ref_snips=lambda i: texts(sr.get("snip", []), keys[i]),
         )
+
+    @staticmethod
+    def _flags(ev, ref, ctx, lk: Leaks, kind, best) -> list[Flag]:
+        """Both sides of every leak: the eval row (keep) and each train row it matches (drop)."""
+        leaked = sorted(kind)
+        e_ids = take_ids(lk.e_ids, leaked)
+        flags = [
+            Flag(
+                ev,
+                int(lk.e_rows[i]),
+                f"{ev}:{int(lk.e_rows[i])}",
+                kind[i],
+                action="keep",
+                score=round(best[i], 4),
+                id=row_id,
+            )
+            for i, row_id in zip(leaked, e_ids)
+        ]
+        # each train row once: its closest eval row (highest similarity, then first row; an
+        # exact match wins a tie)
+        rp, ri, rs, rhow = lk.keys, lk.e, lk.s, lk.how()
+        o = np.lexsort((rhow, ri, -rs, rp))
+        first = np.ones(len(o), bool)
+        first[1:] = rp[o][1:] != rp[o][:-1]
+        pick = o[first]  # by ref row, ascending
+        r_ids = lk.ref_ids(pick)
+        info = ctx.splits.get(ref)
+        action = "drop" if info is not None and info.kind == "train" else "review"
+        e_row = lk.e_rows[ri[pick]].tolist()  # the eval row each train row is flagged with
+        flags.extend(
+            Flag(
+                ref,
+                r_row,
+                f"{ev}:{e}",
+                f"{'near' if how else 'exact'} copy of {ev} row {e}",
+                action=action,
+                score=round(s, 4),
+                id=row_id,
+            )
+            for r_row, e, s, how, row_id in zip(
+                lk.ref_rows(rp[pick]).tolist(),
+                e_row,
+                rs[pick].tolist(),
+                rhow[pick].tolist(),
+                r_ids,
+            )
+        )
+        return flags
+
+    def _report(self, ev, ref, ctx, result, lk: Leaks) -> dict[str, Any]:
+        """Metrics, findings and flags of one comparison, whichever search found the pairs."""
+        ne = len(lk.e_rows)
+        matches: dict[int, list[int]] = {}  # eval position -> pair indices, best first
+        kind: dict[int, str] = {}
+        if lk.n_exact:
+            # an eval row's exact matches: the first MAX_MATCHES train rows of its key's pairs
+            # (an exact pair names the key's first eval row)
+            ex_e = lk.e[: lk.n_exact]
+            o = np.lexsort((lk.keys[: lk.n_exact], ex_e))
+            heads, start = np.unique(ex_e[o], return_index=True)
+            eo = np.lexsort((np.arange(ne), lk.e_hash))
+            new = np.ones(ne, bool)
+            new[1:] = lk.e_hash[eo][1:] != lk.e_hash[eo][:-1]
+            first_of = np.empty(ne, np.int64)
+            first_of[eo] = eo[np.maximum.accumulate(np.where(new, np.arange(ne), 0))]
+            at = np.minimum(np.searchsorted(heads, first_of), len(heads) - 1)
+            for i in np.flatnonzero((heads[at] == first_of) & (lk.e_hash != 0)).tolist():
+                s = int(start[at[i]])
+                end = len(o) if at[i] + 1 == len(heads) else int(start[at[i] + 1])
+                matches[i] = o[s : min(end, s + MAX_MATCHES)].tolist()
+                kind[i] = "exact"
+        near = np.arange(lk.n_exact, len(lk.keys))
+        near = near[[i not in kind for i in lk.e[near].tolist()]] if kind else near
+        for p in near[np.lexsort((lk.keys[near], -lk.s[near], lk.e[near]))].tolist():
+            lst = matches.setdefault(int(lk.e[p]), [])
+            kind.setdefault(int(lk.e[p]), "near")
+            if len(lst) < MAX_MATCHES:
+                lst.append(p)
         leaked = sorted(matches)
         n_exact = sum(1 for i in leaked if kind[i] == "exact")
         rate = len(leaked) / ne if ne else 0.0
@@ -267,35 +378,34 @@ class TrainEvalOverlap(Rule):
         result.metric("exact_leaks", n_exact, Direction.LOWER, split=ev)
         result.metric("near_leaks", len(leaked) - n_exact, Direction.LOWER, split=ev)
         shown = leaked[: int(self.max_findings)]
-        e_snip = dict(zip(shown, texts(se.get("snip", []), np.asarray(shown, np.int64))))
-        ref_pos = sorted({p for i in shown for p, _ in matches[i][:1]})
-        r_snip = dict(zip(ref_pos, texts(sr.get("snip", []), np.asarray(ref_pos, np.int64))))
-        best = {i: matches[i][0][1] for i in leaked}
-        result.flags.extend(
-            self._flags(ev, ref, ctx, se, sr, e_rows, r_rows, kind, best, ref_pairs)
-        )
+        e_snip = dict(zip(shown, texts(lk.e_snip, np.asarray(shown, np.int64))))
+        heads_p = sorted({matches[i][0] for i in shown})
+        r_snip = dict(zip(heads_p, lk.ref_snips(np.asarray(heads_p, np.int64))))
+        best = {i: float(lk.s[matches[i][0]]) for i in leaked}
+        result.flags.extend(self._flags(ev, ref, ctx, lk, kind, best))
         for i in shown:
-            best_pos, best_sim = matches[i][0]
-            train_rows = [int(r_rows[p]) for p, _ in matches[i]]
+            head = matches[i][0]
+            best_sim = float(lk.s[head])
+            train_rows = lk.ref_rows(lk.keys[matches[i]]).tolist()
             what = (
                 "an exact copy" if kind[i] == "exact" else f"a near copy (Jaccard {best_sim:.2f})"
             )
             result.findings.append(
                 Finding(
-                    message=f"{ev} row {int(e_rows[i])} is {what} of {ref} row {train_rows[0]}",
-                    key=f"{ev}:{key_hex(e_hash[i])}",
+                    message=f"{ev} row {int(lk.e_rows[i])} is {what} of {ref} row {train_rows[0]}",
+                    key=f"{ev}:{key_hex(lk.e_hash[i])}",
                     split=ev,
                     examples=[
-                        ctx.example(ev, int(e_rows[i]), e_snip.get(i)),
+                        ctx.example(ev, int(lk.e_rows[i]), e_snip.get(i)),
                         ctx.example(
-                            ref, train_rows[0], r_snip.get(best_pos), similarity=round(best_sim, 4)
+                            ref, train_rows[0], r_snip.get(head), similarity=round(best_sim, 4)
                         ),
                     ],
                     data={
-                        "eval_row": int(e_rows[i]),
+                        "eval_row": int(lk.e_rows[i]),
                         "kind": kind[i],
                         "train_rows": train_rows,
-                        "similarity": [round(s, 4) for _, s in matches[i]],
+                        "similarity": [round(float(lk.s[p]), 4) for p in matches[i]],
                         "reference_split": ref,
                     },
                 )
@@ -312,3 +422,83 @@ class TrainEvalOverlap(Rule):
                 )
             )
         return {"eval_rows": ne, "leaked_rows": len(leaked), "exact": n_exact, "rate": rate}
+
+
+def _prepared(resources: Any, code: str) -> Any:
+    """The prepass value of ``code`` (None: no prepass ran, or an engine without one)."""
+    prepared = getattr(resources, "prepared", None)
+    return prepared(code) if prepared is not None else None
+
+
+@dataclass
+class Leaks:
+    """One comparison's matches, as the report is built from them: per pair (exact pairs
+    first) the reference key (a position or a row; ascending with the row), the eval position
+    and the similarity; lookups of the reference rows, ids and snippets."""
+
+    e_rows: np.ndarray
+    e_hash: np.ndarray
+    e_ids: list[Any]  # the eval split's id chunks
+    e_snip: list[Any]  # and snippet chunks, by eval position
+    keys: np.ndarray
+    e: np.ndarray
+    s: np.ndarray
+    n_exact: int
+    ref_rows: Callable[[np.ndarray], np.ndarray]  # keys -> row numbers
+    ref_ids: Callable[[np.ndarray], list[Any]]  # pair indices -> ids
+    ref_snips: Callable[[np.ndarray], list[Any]]  # pair indices -> snippets
+
+    def how(self) -> np.ndarray:
+        """0 for an exact pair, 1 for a near one."""
+        out = np.ones(len(self.keys), np.int8)
+        out[: self.n_exact] = 0
+        return out
+
+
+def _broadcast(se: dict[str, Any], index: EvalIndex, m: Matches | None) -> Leaks:
+    """The leaks of the broadcast join: the eval side from the index and the scan's eval rows,
+    the reference side from the matches (keys are row numbers)."""
+    m = m or Matches()
+    e_rows = cat(se.get("rows", []), np.int64)
+    if not np.array_equal(e_rows, index.rows):
+        order = np.argsort(e_rows, kind="stable")
+        if not np.array_equal(e_rows[order], index.rows):
+            raise RuntimeError(
+                f"LEAK001: the scan read {len(e_rows)} eval rows, the prepass {len(index)}: "
+                "the eval split changed between the two passes"
+            )
+        ids, snip = se.get("ids", []), se.get("snip", [])
+        take = pa.array(order)
+        se = {
+            "ids": [pa.chunked_array(ids, pa.large_string()).take(take)] if ids else [],
+            "snip": [pa.chunked_array(snip, pa.large_string()).take(take)],
+        }
+    ex_r, ex_e, ex_id = m.exact()
+    n_ex = len(ex_r)
+    keys = np.concatenate([ex_r, m.nr_r])
+    ids = pa.concat_arrays([ex_id.cast(pa.large_string()), m.nr_id.cast(pa.large_string())])
+    best_at = {r: k for k, r in enumerate(m.best_r.tolist())}
+
+    def snips(idx: np.ndarray) -> list[Any]:
+        out = []
+        for i in idx.tolist():
+            if i < n_ex:
+                k = best_at.get(int(keys[i]))
+                out.append(None if k is None else m.best_snip[k].as_py())
+            else:
+                out.append(m.nr_snip[i - n_ex].as_py())
+        return out
+
+    return Leaks(
+        e_rows=index.rows,
+        e_hash=index.hash,
+        e_ids=se.get("ids", []),
+        e_snip=se.get("snip", []),
+        keys=keys,
+        e=np.concatenate([ex_e, m.nr_e]),
+        s=np.concatenate([np.ones(n_ex), m.nr_s]),
+        n_exact=n_ex,
+        ref_rows=lambda k: k,
+        ref_ids=lambda i: ids.take(pa.array(np.asarray(i, np.int64))).to_pylist(),
+        ref_snips=snips,
+    )

@@ -1,0 +1,339 @@
+"""LEAK001's broadcast join: the eval side indexed once, the reference (train) side streamed.
+
+An eval split is small and train is huge, so LEAK001 keeps no train row it does not match:
+:func:`build_index` indexes the eval rows (exact keys, LSH band buckets, signatures and shingle
+sets to verify with) from a prepass; :func:`probe` matches one train batch against it; the
+matches (:class:`Matches`, numpy and Arrow arrays) merge in any order to the same value.
+
+The near-copy cap of the in-process search (:func:`dataaudit.sketches.lsh.cross_candidates`:
+each eval row meets at most ``CAP`` train rows per band bucket, the smallest rows) is kept as a
+mergeable top-``CAP`` per bucket: a batch's rows that do not enter a bucket's top are never
+verified, and a verified pair is dropped once its train row has left the top of every bucket
+it shared with its eval row. Rows enter and leave the top by row number only, so the result is
+the in-process one whatever the batches, workers or merge order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ...sketches.lsh import signature_keys
+from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
+
+__all__ = ["CAP", "EvalIndex", "Matches", "build_index", "merge_matches", "probe"]
+
+CAP = 10  #: train rows per eval band bucket, as cross_candidates' max_per_bucket
+_I64 = np.int64
+
+
+@dataclass
+class EvalIndex:
+    """One eval split, ready to be probed (picklable: it is broadcast to the workers)."""
+
+    rows: np.ndarray  # int64 row numbers, ascending; a position in them is an "eval position"
+    hash: np.ndarray  # uint64 exact keys (0: never a copy)
+    sig: np.ndarray  # uint32 (rows, num_perm)
+    sets: ShingleSets | None  # sorted, distinct (verify="exact"), else None
+    bands: int
+    rows_per_band: int
+    exact_keys: np.ndarray  # uint64 distinct nonzero keys, ascending
+    exact_first: np.ndarray  # int64: the first eval position holding each key
+    band_keys: list[np.ndarray]  # per band: the distinct band keys of eval rows, ascending
+    band_start: np.ndarray  # int64 (bands + 1): global bucket id of each band's first key
+    members: np.ndarray  # int64 eval positions, bucket by bucket, ascending in each
+    member_start: np.ndarray  # int64 (buckets + 1): CSR offsets into members
+    buckets_of: np.ndarray  # int32 (eval rows, bands): each row's bucket, -1 (no shingle)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def build_index(
+    rows: np.ndarray,
+    hashes: np.ndarray,
+    sig: np.ndarray,
+    sets: ShingleSets | None,
+    bands: int,
+    rows_per_band: int,
+) -> EvalIndex:
+    """The index of one eval split's rows (any order: they are sorted by row here)."""
+    order = np.argsort(np.asarray(rows, _I64), kind="stable")
+    rows = np.asarray(rows, _I64)[order]
+    hashes = np.asarray(hashes, np.uint64)[order]
+    sig = np.ascontiguousarray(np.asarray(sig, np.uint32)[order])
+    if sets is not None:
+        sets = sets.sorted(order.astype(_I64))
+    n = len(rows)
+    # exact: each distinct nonzero key and its first eval position
+    eo = np.lexsort((np.arange(n), hashes))
+    eh = hashes[eo]
+    first = np.ones(n, bool)
+    first[1:] = eh[1:] != eh[:-1]
+    keep = first & (eh != 0)
+    exact_keys, exact_first = eh[keep], eo[keep].astype(_I64)
+    # near: per band, its distinct keys are buckets; a bucket lists its eval positions
+    valid = np.flatnonzero(~empty_rows(sig)) if n else np.zeros(0, _I64)
+    buckets_of = np.full((n, bands), -1, np.int32)
+    band_keys, members, sizes = [], [], []
+    band_start = np.zeros(bands + 1, _I64)
+    for band in range(bands):
+        keys = signature_keys(sig, band * rows_per_band, (band + 1) * rows_per_band, valid)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        band_keys.append(distinct)
+        band_start[band + 1] = band_start[band] + len(distinct)
+        buckets_of[valid, band] = band_start[band] + inverse
+        o = np.lexsort((valid, inverse))
+        members.append(valid[o])
+        sizes.append(np.bincount(inverse, minlength=len(distinct)))
+    member_start = np.zeros(int(band_start[-1]) + 1, _I64)
+    if sizes:
+        np.cumsum(np.concatenate(sizes), out=member_start[1:])
+    return EvalIndex(
+        rows,
+        hashes,
+        sig,
+        sets,
+        bands,
+        rows_per_band,
+        exact_keys,
+        exact_first,
+        band_keys,
+        band_start,
+        np.concatenate(members) if members else np.zeros(0, _I64),
+        member_start,
+        buckets_of,
+    )
+
+
+def _no_strings(n: int = 0) -> pa.Array:
+    return pa.nulls(n, pa.large_string())
+
+
+@dataclass
+class Matches:
+    """What a reference split matched of one eval index: every exact copy, the near copies of
+    the capped candidates, and the ids and snippets the report shows of them."""
+
+    # every exact pair (ref row, the key's first eval position, id), in chunks: they only add
+    # up (a train split of copies of one eval row is all flagged), so they are not re-sorted
+    # batch by batch; exact() joins them in row order
+    ex_r: list[np.ndarray] = field(default_factory=list)
+    ex_e: list[np.ndarray] = field(default_factory=list)
+    ex_id: list[pa.Array] = field(default_factory=list)
+    # each eval key's smallest ref row and its snippet (the finding's example)
+    best_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    best_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    best_snip: pa.Array = field(default_factory=_no_strings)
+    # the top-CAP ref rows of each bucket, by (bucket, row)
+    top_b: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    top_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    # verified near pairs at or above the threshold, by (ref row, eval pos)
+    nr_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    nr_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    nr_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    nr_bk: np.ndarray | None = None  # int32 (pairs, bands): the eval row's buckets
+    nr_id: pa.Array = field(default_factory=_no_strings)
+    nr_snip: pa.Array = field(default_factory=_no_strings)
+
+    def nbytes(self) -> int:
+        """Bytes held (what a test checks does not grow with unmatched train rows)."""
+        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, self.top_b, self.top_r]
+        arrays += [self.nr_r, self.nr_e, self.nr_s]
+        total = sum(a.nbytes for a in arrays) + (0 if self.nr_bk is None else self.nr_bk.nbytes)
+        strings = [*self.ex_id, self.best_snip, self.nr_id, self.nr_snip]
+        return total + sum(a.nbytes for a in strings)
+
+    def exact(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+        """The exact pairs by ref row: rows, eval positions, ids."""
+        r = np.concatenate(self.ex_r) if self.ex_r else np.zeros(0, _I64)
+        e = np.concatenate(self.ex_e) if self.ex_e else np.zeros(0, _I64)
+        ids = pa.concat_arrays(self.ex_id) if self.ex_id else _no_strings()
+        o = np.argsort(r, kind="stable")
+        return r[o], e[o], _take(ids, o)
+
+
+def _take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
+    return arr.take(pa.array(np.asarray(idx, _I64), pa.int64()))
+
+
+def _cat(a: pa.Array, b: pa.Array) -> pa.Array:
+    return pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
+
+
+def _top(b: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Positions of the (bucket, row) entries kept: the CAP smallest rows of each bucket."""
+    o = np.lexsort((r, b))
+    bs = b[o]
+    new = np.ones(len(o), bool)
+    new[1:] = bs[1:] != bs[:-1]
+    start = np.maximum.accumulate(np.where(new, np.arange(len(o)), 0))
+    return o[np.arange(len(o)) - start < CAP]
+
+
+def _in_top(top_b: np.ndarray, top_r: np.ndarray, qb: np.ndarray, qr: np.ndarray) -> np.ndarray:
+    """Whether each (bucket, row) query is among the top entries (sorted by bucket, row)."""
+    lo = np.searchsorted(top_b, qb, "left")
+    hi = np.searchsorted(top_b, qb, "right")
+    hit = np.zeros(len(qb), bool)
+    if not len(top_r):
+        return hit
+    for j in range(CAP):  # a bucket holds at most CAP rows
+        at = lo + j
+        hit |= (at < hi) & (top_r[np.minimum(at, len(top_r) - 1)] == qr)
+    return hit
+
+
+def _alive(m: Matches) -> np.ndarray:
+    """Near pairs whose ref row is still in the top of a bucket it shares with the eval row."""
+    keep = np.zeros(len(m.nr_r), bool)
+    if m.nr_bk is None or not len(keep):
+        return keep
+    for band in range(m.nr_bk.shape[1]):
+        bk = m.nr_bk[:, band].astype(_I64)
+        keep |= (bk >= 0) & _in_top(m.top_b, m.top_r, bk, m.nr_r)
+    return keep
+
+
+def merge_matches(a: Matches, b: Matches) -> Matches:
+    """The matches of both shards' rows: the same whatever the order or the grouping."""
+    # exact: every pair; per key, the smallest ref row's snippet
+    best_e = np.concatenate([a.best_e, b.best_e])
+    best_r = np.concatenate([a.best_r, b.best_r])
+    bo = np.lexsort((best_r, best_e))
+    first = np.ones(len(bo), bool)
+    first[1:] = best_e[bo][1:] != best_e[bo][:-1]
+    bo = bo[first]
+    # near: the buckets' tops, then the pairs still in one
+    top_b = np.concatenate([a.top_b, b.top_b])
+    top_r = np.concatenate([a.top_r, b.top_r])
+    t = _top(top_b, top_r)
+    bk = [x.nr_bk for x in (a, b) if x.nr_bk is not None]
+    out = Matches(
+        a.ex_r + b.ex_r,
+        a.ex_e + b.ex_e,
+        a.ex_id + b.ex_id,
+        best_e[bo],
+        best_r[bo],
+        _take(_cat(a.best_snip, b.best_snip), bo),
+        top_b[t],
+        top_r[t],
+        np.concatenate([a.nr_r, b.nr_r]),
+        np.concatenate([a.nr_e, b.nr_e]),
+        np.concatenate([a.nr_s, b.nr_s]),
+        np.concatenate(bk) if bk else None,
+        _cat(a.nr_id, b.nr_id),
+        _cat(a.nr_snip, b.nr_snip),
+    )
+    return _prune(out)
+
+
+def _prune(m: Matches) -> Matches:
+    """Drop the near pairs no bucket's top supports; pairs by (ref row, eval pos)."""
+    keep = np.flatnonzero(_alive(m))
+    keep = keep[np.lexsort((m.nr_e[keep], m.nr_r[keep]))]
+    m.nr_r, m.nr_e, m.nr_s = m.nr_r[keep], m.nr_e[keep], m.nr_s[keep]
+    m.nr_bk = None if m.nr_bk is None else m.nr_bk[keep]
+    m.nr_id, m.nr_snip = _take(m.nr_id, keep), _take(m.nr_snip, keep)
+    return m
+
+
+def probe(
+    index: EvalIndex,
+    current: Matches,
+    rows: np.ndarray,
+    hashes: np.ndarray,
+    sig: np.ndarray,
+    sets: ShingleSets | None,
+    ids: pa.Array | None,
+    snips: pa.Array,
+    threshold: float,
+) -> Matches:
+    """One reference batch (row numbers ``rows``, their keys, signatures, sets, ids and
+    snippets) against the index: ``current`` (the matches so far) merged with the batch's."""
+    rows = np.asarray(rows, _I64)
+    n = len(rows)
+    ids = _no_strings(n) if ids is None else ids.cast(pa.large_string())
+    snips = snips.cast(pa.large_string())
+    part = Matches()
+    # exact: each row whose key an eval row holds, with the first such eval position
+    hashes = np.asarray(hashes, np.uint64)
+    if len(index.exact_keys) and n:
+        at = np.minimum(np.searchsorted(index.exact_keys, hashes), len(index.exact_keys) - 1)
+        hit = np.flatnonzero((index.exact_keys[at] == hashes) & (hashes != 0))
+        ex_r, ex_e = rows[hit], index.exact_first[at[hit]]
+        if len(hit):
+            part.ex_r, part.ex_e, part.ex_id = [ex_r], [ex_e], [_take(ids, hit)]
+        o = np.lexsort((ex_r, ex_e))
+        first = np.ones(len(o), bool)
+        first[1:] = ex_e[o][1:] != ex_e[o][:-1]
+        o = o[first]
+        part.best_e, part.best_r = ex_e[o], ex_r[o]
+        part.best_snip = _take(snips, hit[o])
+    # near: the batch's rows in eval buckets, kept where they enter a bucket's top
+    valid = np.flatnonzero(~empty_rows(sig)) if n and len(index.members) else np.zeros(0, _I64)
+    got_b, got_p = [], []
+    for band in range(index.bands if len(valid) else 0):
+        keys = signature_keys(
+            sig, band * index.rows_per_band, (band + 1) * index.rows_per_band, valid
+        )
+        bk = index.band_keys[band]
+        if not len(bk):
+            continue
+        at = np.minimum(np.searchsorted(bk, keys), len(bk) - 1)
+        hit = np.flatnonzero(bk[at] == keys)
+        got_b.append(index.band_start[band] + at[hit])
+        got_p.append(valid[hit])
+    if got_b:
+        gb, gp = np.concatenate(got_b), np.concatenate(got_p)
+        t = _top(gb, rows[gp])
+        gb, gp = gb[t], gp[t]
+        # the batch's entries that stay in the tops with the rows seen so far
+        all_b = np.concatenate([current.top_b, gb])
+        all_r = np.concatenate([current.top_r, rows[gp]])
+        kept = _top(all_b, all_r)
+        mine = kept[kept >= len(current.top_b)] - len(current.top_b)
+        gb, gp = gb[mine], gp[mine]
+        part.top_b, part.top_r = gb, rows[gp]
+        # candidate pairs: each kept (bucket, row) with every eval row of the bucket
+        size = index.member_start[gb + 1] - index.member_start[gb]
+        cp = np.repeat(gp, size)
+        offs = np.arange(int(size.sum()), dtype=_I64) - np.repeat(np.cumsum(size) - size, size)
+        ce = index.members[np.repeat(index.member_start[gb], size) + offs]
+        o = np.lexsort((ce, cp))
+        cp, ce = cp[o], ce[o]
+        first = np.ones(len(o), bool)
+        first[1:] = (cp[1:] != cp[:-1]) | (ce[1:] != ce[:-1])
+        cp, ce = cp[first], ce[first]
+        sim = _verify(index, sig, sets, cp, ce, threshold)
+        ok = sim >= threshold
+        cp, ce = cp[ok], ce[ok]
+        part.nr_r, part.nr_e, part.nr_s = rows[cp], ce, np.asarray(sim[ok], float)
+        part.nr_bk = index.buckets_of[ce]
+        part.nr_id, part.nr_snip = _take(ids, cp), _take(snips, cp)
+    return merge_matches(current, part)
+
+
+def _verify(
+    index: EvalIndex,
+    sig: np.ndarray,
+    sets: ShingleSets | None,
+    cp: np.ndarray,
+    ce: np.ndarray,
+    threshold: float,
+) -> np.ndarray:
+    """Similarity of the pairs (batch position, eval position): exact Jaccard when both sides
+    have shingle sets (the in-process search's pair_jaccard, same pruning), else the estimate."""
+    if not len(cp):
+        return np.zeros(0)
+    if sets is None or index.sets is None:
+        return np.asarray(jaccard_estimate(sig[cp], index.sig[ce]), float)
+    rp, ip = np.unique(cp, return_inverse=True)
+    re, ie = np.unique(ce, return_inverse=True)
+    both = ShingleSets.concat([sets.sorted(rp), index.sets.sorted(re)])
+    both_sig = np.concatenate([sig[rp], index.sig[re]])
+    i = ip.astype(_I64)
+    j = (ie + len(rp)).astype(_I64)
+    return pair_jaccard(both, i, j, signatures=both_sig, threshold=threshold)
