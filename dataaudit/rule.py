@@ -286,6 +286,8 @@ class FlagColumns:
         while the report waits for the other rules, ~10-20 bytes instead of a Python object."""
         import pyarrow as pa
 
+        from .features.arrays import strings  # (pa.array of a list imports pandas)
+
         out = FlagColumns(*(getattr(self, n) for n in FLAG_FIELDS))
         for name in ("split", "group", "detail", "action", "severity", "id"):
             value = getattr(out, name)
@@ -295,7 +297,7 @@ class FlagColumns:
             if value.count(first) == len(value):  # one value for all rows
                 setattr(out, name, first)
             elif name != "severity":
-                array = pa.array(value, pa.string())
+                array = strings(value, pa.string())
                 if name in ("split", "detail", "action"):
                     array = array.dictionary_encode()
                 setattr(out, name, array)
@@ -335,7 +337,9 @@ def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool 
         if cast and value.dtype.kind in "iu":
             return value.astype(np.int64, copy=False)  # written as text in the report
         if value.dtype.kind == "U":  # (pa.array of a numpy str array is slow, imports pandas)
-            array = pa.array(value.tolist(), pa.string())
+            from .features.arrays import strings
+
+            array = strings(value.tolist(), pa.string())
             # a text field (np.where of labels) has few distinct values: a dictionary
             return array if cast else array.dictionary_encode()
         value = value.tolist()
@@ -613,6 +617,12 @@ class Rule:
     Subclasses set ``code``, ``name``, ``groups``, ``severity`` and ``requires`` and write the
     docstring with the sections What it does / Why it matters / Example / Options, which
     ``dataaudit explain CODE`` prints.
+
+    Optional prepass (opt in by defining ``prepass_update``): ``prepass_splits(ctx)``,
+    ``prepass_start(ctx)``, ``prepass_update(pre, batch)``, ``prepass_merge(a, b)`` and
+    ``prepass_finish(pre, ctx)`` run over a few splits before the scan (the small eval side),
+    and the scan sees the value as ``ctx.resources.prepared(code)``: see
+    :mod:`dataaudit.engine.prepass`.
     """
 
     code: ClassVar[str] = ""

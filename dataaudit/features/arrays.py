@@ -12,9 +12,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["bools", "fixed", "indices", "string_parts", "take", "validity"]
+__all__ = [
+    "bools",
+    "fixed",
+    "indices",
+    "mask_array",
+    "nulls_like",
+    "numeric_array",
+    "string_parts",
+    "strings",
+    "take",
+    "validity",
+]
 
 _INT64 = pa.int64()
+_LARGE_STRING = pa.large_string()
 
 
 def _one_chunk(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -80,6 +92,51 @@ def indices(idx: np.ndarray) -> pa.Array:
     """Row positions as an Arrow int64 array (for ``Array.take``)."""
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     return pa.Array.from_buffers(_INT64, len(idx), [None, pa.py_buffer(idx)])
+
+
+def mask_array(mask: np.ndarray) -> pa.Array:
+    """Numpy bools as an Arrow boolean array (for ``filter`` and ``replace_with_mask``)."""
+    mask = np.asarray(mask, bool)
+    bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, bits])
+
+
+def numeric_array(values: np.ndarray) -> pa.Array:
+    """A 1-d numeric numpy array as an Arrow array of its dtype (zero-copy when contiguous)."""
+    values = np.ascontiguousarray(values)
+    if values.ndim != 1 or values.dtype.kind not in "iuf":
+        raise TypeError(f"expected a 1-d integer or float array, got {values.dtype} {values.shape}")
+    kind = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def nulls_like(arr: pa.Array) -> pa.Array:
+    """All-null values of ``arr``'s type and length (the ``pa.scalar(None, type)`` operand of
+    ``if_else`` without the scalar)."""
+    return pa.nulls(len(arr), arr.type)
+
+
+def strings(texts: list[str | None], kind: pa.DataType = _LARGE_STRING) -> pa.Array:
+    """Python strings (or None) as a ``kind`` (large_string or string) array, built from its
+    buffers: ``pa.array(texts, kind)``. A string that is not valid Unicode (a lone surrogate),
+    or more text than int32 offsets hold, goes to ``pa.array``, which reports or chunks it."""
+    try:
+        blobs = [b"" if t is None else t.encode() for t in texts]
+    except (UnicodeEncodeError, AttributeError):  # a surrogate; not a str (pa.array says so)
+        return pa.array(texts, kind)
+    offsets = np.zeros(len(blobs) + 1, np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    if pa.types.is_string(kind):
+        if offsets[-1] >= 1 << 31:
+            return pa.array(texts, kind)
+        offsets = offsets.astype(np.int32)
+    elif not pa.types.is_large_string(kind):
+        raise TypeError(f"strings() builds string or large_string arrays, not {kind}")
+    valid = None
+    if any(t is None for t in texts):
+        valid = pa.py_buffer(np.packbits([t is not None for t in texts], bitorder="little"))
+    buffers = [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))]
+    return pa.Array.from_buffers(kind, len(blobs), buffers)
 
 
 def take(arr: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> pa.Array:

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrays import bools, mask_array, nulls_like
+
 STRING = pa.large_string()
 
 
@@ -176,12 +178,13 @@ def nfkc_array(arr: pa.Array) -> pa.Array:
         STRING, len(arr), [None, pa.py_buffer(out_offsets), pa.py_buffer(out)]
     )
     if arr.null_count:
-        left &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
-        replaced = pc.if_else(pc.is_valid(arr), replaced, pa.scalar(None, STRING))
+        valid = pc.is_valid(arr)
+        left &= bools(valid)
+        replaced = pc.if_else(valid, replaced, nulls_like(replaced))
     if not left.any():
         return replaced
-    redo = [unicodedata.normalize("NFKC", s) for s in arr.filter(pa.array(left)).to_pylist()]
-    return pc.replace_with_mask(replaced, pa.array(left), pa.array(redo, STRING))
+    redo = [unicodedata.normalize("NFKC", s) for s in arr.filter(mask_array(left)).to_pylist()]
+    return pc.replace_with_mask(replaced, mask_array(left), string_array(redo))
 
 
 _ASCII_WS_RUNS = r"[\t\n\v\f\r \x1c-\x1f]*[\t\n\v\f\r\x1c-\x1f][\t\n\v\f\r \x1c-\x1f]*| {2,}"
@@ -192,10 +195,6 @@ def _arrow_normalize(arr: pa.Array) -> pa.Array:
     # only runs that are not already a single space: replacing every space is ~15x slower
     collapsed = pc.replace_substring_regex(pc.utf8_lower(arr), _ASCII_WS_RUNS, " ")
     return pc.utf8_trim(collapsed, " ")
-
-
-def _mask(values: pa.Array) -> np.ndarray:
-    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def normalize_array(arr: pa.Array) -> pa.Array:
@@ -213,33 +212,33 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
     from .unicode_table import special_class
 
     arr = arr.cast(STRING)
-    non_ascii = ~_mask(pc.fill_null(pc.string_is_ascii(arr), True))
+    non_ascii = ~bools(pc.string_is_ascii(arr), null=True)
     if not non_ascii.any():
         return _arrow_normalize(arr) if collapse else arr
-    where = pa.array(non_ascii)
+    where = mask_array(non_ascii)
     sub = arr.filter(where)
     # rows where NFKC can change something (CPython's quick check would return them as is) or
     # Arrow's lower differs from casefold; every other row takes the Arrow path as it is
     unstable_cls = _nfkc_unstable_class()
     union = "[" + unstable_cls[1:-1] + special_class()[1:-1] + "]"
-    cand = _mask(pc.fill_null(pc.match_substring_regex(sub, union), False))
+    cand = bools(pc.match_substring_regex(sub, union))
     special = np.zeros(len(sub), bool)
     if cand.any():
         # NFKC of the candidates (one compiled pass; rows without a table character come back
         # unchanged, so no second regex is needed to pick the ones NFKC can change)
-        cnfkc = nfkc_array(sub.filter(pa.array(cand)))
-        sub = pc.replace_with_mask(sub, pa.array(cand), cnfkc)
-        special[cand] = _mask(pc.fill_null(pc.match_substring_regex(cnfkc, special_class()), False))
+        cnfkc = nfkc_array(sub.filter(mask_array(cand)))
+        sub = pc.replace_with_mask(sub, mask_array(cand), cnfkc)
+        special[cand] = bools(pc.match_substring_regex(cnfkc, special_class()))
     if collapse:
         out = _arrow_normalize(pc.replace_with_mask(arr, where, sub))
     else:  # tokens only: ASCII rows as they are, the others lower-cased by Arrow
         out = pc.replace_with_mask(arr, where, pc.utf8_lower(sub))
     if special.any():
-        originals = arr.filter(where).filter(pa.array(special)).to_pylist()
-        redo = pa.array([normalize_text(s) for s in originals], STRING)
+        originals = arr.filter(where).filter(mask_array(special)).to_pylist()
+        redo = string_array([normalize_text(s) for s in originals])
         mask = np.zeros(len(arr), dtype=bool)
         mask[np.flatnonzero(non_ascii)[special]] = True
-        out = pc.replace_with_mask(out, pa.array(mask), redo)
+        out = pc.replace_with_mask(out, mask_array(mask), redo)
     return out
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrays import nulls_like, strings
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
 from .textscan import blank_mask
@@ -24,7 +25,7 @@ def _as_text(arr: pa.Array | pa.ChunkedArray, markers: pa.Array | None = None) -
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         out = arr.cast(STRING)
         if markers is not None and markers.null_count < len(markers):
-            out = pc.if_else(pc.is_null(markers), out, pa.scalar(None, STRING))
+            out = pc.if_else(pc.is_null(markers), out, nulls_like(out))
         return out
     return pa.nulls(len(arr), STRING)
 
@@ -109,7 +110,7 @@ def _join(parts: list[pa.Array], n: int) -> pa.Array:
         "\n\n".join(v for v in row if v is not None) if any(v is not None for v in row) else None
         for row in zip(*(p.to_pylist() for p in parts))
     ]
-    return pa.array(joined, STRING)
+    return strings(joined)
 
 
 @register_feature("text")
@@ -118,7 +119,7 @@ def text_feature(batch: Batch) -> pa.Array:
     if roles.text:
         return _role_text(batch, "text")
     if roles.messages:
-        return pa.array([render_chat(m) for m in _messages(batch)], STRING)
+        return strings([render_chat(m) for m in _messages(batch)])
     return _join(
         [_role_text(batch, "prompt"), _role_text(batch, "input"), _role_text(batch, "response")],
         batch.num_rows,
@@ -131,7 +132,7 @@ def input_text_feature(batch: Batch) -> pa.Array:
     if roles.text:
         return _role_text(batch, "text")
     if roles.messages:
-        return pa.array([render_chat(m, drop_last_reply=True) for m in _messages(batch)], STRING)
+        return strings([render_chat(m, drop_last_reply=True) for m in _messages(batch)])
     return _join([_role_text(batch, "prompt"), _role_text(batch, "input")], batch.num_rows)
 
 
@@ -146,7 +147,7 @@ def response_text_feature(batch: Batch) -> pa.Array:
         for msgs in _messages(batch):
             parts = [_message_parts(m) for m in msgs or []]
             out.append(parts[-1][1] if parts and parts[-1][0] in ASSISTANT_ROLES else None)
-        return pa.array(out, STRING)
+        return strings(out)
     return pa.nulls(batch.num_rows, STRING)
 
 

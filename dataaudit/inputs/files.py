@@ -32,6 +32,7 @@ __all__ = [
     "file_num_rows",
     "file_schema",
     "files_split",
+    "first_record_schema",
     "known_format",
 ]
 
@@ -58,6 +59,9 @@ class FileAdapter:
     schema: Callable[[Path], tuple[pa.Schema | None, bool]]
     #: path → rows, when the file states them
     num_rows: Callable[[Path], int | None] = lambda path: None
+    #: ``schema`` only reads the first record (never whole): a split's first file types its
+    #: columns from its first batch instead, and does not peek
+    first_record_schema: bool = False
 
 
 def _jsonl(path: Path, batch_size: int, r: Reading) -> Iterator[pa.RecordBatch]:
@@ -76,8 +80,8 @@ def _delimited(delimiter: str) -> FileAdapter:
 
 
 FORMATS: dict[str, FileAdapter] = {
-    "jsonl": FileAdapter(_jsonl, jsonl_schema),
-    "json": FileAdapter(_json, json_schema),
+    "jsonl": FileAdapter(_jsonl, jsonl_schema, first_record_schema=True),
+    "json": FileAdapter(_json, json_schema, first_record_schema=True),
     "parquet": FileAdapter(
         lambda path, batch_size, r: iter_parquet(path, batch_size), parquet_schema, parquet_num_rows
     ),
@@ -139,6 +143,11 @@ def file_schema(path: Path) -> tuple[pa.Schema | None, bool]:
     that list is whole: Parquet metadata and CSV headers are; the first record of a JSON Lines
     file is not (a later record may add a key). (None, False) when only reading tells (JSON)."""
     return FORMATS[file_format(path)].schema(path)
+
+
+def first_record_schema(path: Path) -> bool:
+    """Whether :func:`file_schema` of this file only reads its first record (JSON, JSON Lines)."""
+    return FORMATS[file_format(path)].first_record_schema
 
 
 def file_num_rows(path: Path) -> int | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .arrow import check_names, plain_schema
-from .files import file_schema
+from .files import file_schema, first_record_schema
 from .jsonl import read_in_one_block
 from .notes import InputLog
 from .source import SplitSource
@@ -28,12 +28,17 @@ def peek_schema(split: SplitSource, log: InputLog) -> pa.Schema:
         for i, (_, source) in enumerate(split.iter_parts()):
             whole = split.num_rows is not None
             if split.paths:
-                cheap, whole = file_schema(split.paths[i])
+                path = split.paths[i]
+                # a first record's columns are used for later files only (the first file's
+                # batch types them better); building them costs a records conversion
+                cheap, whole = (
+                    (None, False) if i == 0 and first_record_schema(path) else file_schema(path)
+                )
                 if cheap is not None and (whole or i > 0):
                     schemas.append(cheap)
                     split.complete = split.complete and whole
                     continue
-                whole = whole or read_in_one_block(split.paths[i])
+                whole = whole or read_in_one_block(path)
             # the first batch types columns better than one record; a part that fits in it
             # has been read whole
             batches = source(256)

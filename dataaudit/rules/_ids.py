@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..features import Batch
+from ..features.arrays import indices, take
 
 
 def id_column(batch: Batch) -> pa.Array | None:
@@ -37,7 +38,7 @@ def ids_at(batch: Batch, idx: np.ndarray | Sequence[int]) -> list[str | None] | 
     col = id_column(batch)
     if col is None:
         return None
-    return col.take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+    return take(col, np.asarray(idx, np.int64)).to_pylist()  # (pa.array would import pandas)
 
 
 def take_ids(parts: list[pa.Array], positions: np.ndarray | Sequence[int]) -> list[str | None]:
@@ -46,4 +47,4 @@ def take_ids(parts: list[pa.Array], positions: np.ndarray | Sequence[int]) -> li
     if not parts:
         return [None] * len(positions)
     ids = pa.chunked_array(parts, pa.large_string())
-    return ids.take(pa.array(positions)).to_pylist()
+    return ids.take(indices(positions)).to_pylist()
