@@ -26,7 +26,11 @@ from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_
 __all__ = ["CAP", "EvalIndex", "Matches", "build_index", "merge_matches", "probe"]
 
 CAP = 10  #: train rows per eval band bucket, as cross_candidates' max_per_bucket
+#: bits of a row number in a (bucket, row) key: 2.7e11 rows a split; buckets < 2**26
+ROW_BITS = 38
+MAX_BUCKETS = 1 << (64 - ROW_BITS)
 _I64 = np.int64
+_U64 = np.uint64
 
 
 @dataclass
@@ -42,6 +46,8 @@ class EvalIndex:
     exact_keys: np.ndarray  # uint64 distinct nonzero keys, ascending
     exact_first: np.ndarray  # int64: the first eval position holding each key
     band_keys: list[np.ndarray]  # per band: the distinct band keys of eval rows, ascending
+    band_seen: list[np.ndarray]  # per band: bool by the keys' top bits (most misses stop here)
+    shift: int  # the bits a key is shifted right by to index band_seen
     band_start: np.ndarray  # int64 (bands + 1): global bucket id of each band's first key
     members: np.ndarray  # int64 eval positions, bucket by bucket, ascending in each
     member_start: np.ndarray  # int64 (buckets + 1): CSR offsets into members
@@ -79,15 +85,22 @@ def build_index(
     buckets_of = np.full((n, bands), -1, np.int32)
     band_keys, members, sizes = [], [], []
     band_start = np.zeros(bands + 1, _I64)
+    bits = int(min(24, max(8, np.ceil(np.log2(len(valid) * 16 + 1)))))  # ~1/16 of it set
+    shift, band_seen = 64 - bits, []
     for band in range(bands):
         keys = signature_keys(sig, band * rows_per_band, (band + 1) * rows_per_band, valid)
         distinct, inverse = np.unique(keys, return_inverse=True)
         band_keys.append(distinct)
+        seen = np.zeros(1 << bits, bool)
+        seen[(distinct >> np.uint64(shift)).astype(_I64)] = True
+        band_seen.append(seen)
         band_start[band + 1] = band_start[band] + len(distinct)
         buckets_of[valid, band] = band_start[band] + inverse
         o = np.lexsort((valid, inverse))
         members.append(valid[o])
         sizes.append(np.bincount(inverse, minlength=len(distinct)))
+    if band_start[-1] >= MAX_BUCKETS:
+        raise ValueError(f"{int(band_start[-1])} band buckets: at most {MAX_BUCKETS}")
     member_start = np.zeros(int(band_start[-1]) + 1, _I64)
     if sizes:
         np.cumsum(np.concatenate(sizes), out=member_start[1:])
@@ -101,6 +114,8 @@ def build_index(
         exact_keys,
         exact_first,
         band_keys,
+        band_seen,
+        shift,
         band_start,
         np.concatenate(members) if members else np.zeros(0, _I64),
         member_start,
@@ -127,9 +142,8 @@ class Matches:
     best_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     best_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     best_snip: pa.Array = field(default_factory=_no_strings)
-    # the top-CAP ref rows of each bucket, by (bucket, row)
-    top_b: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
-    top_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
+    # the top-CAP ref rows of each bucket: (bucket << ROW_BITS) | row, ascending
+    top: np.ndarray = field(default_factory=lambda: np.zeros(0, _U64))
     # verified near pairs at or above the threshold, by (ref row, eval pos)
     nr_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     nr_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
@@ -140,11 +154,19 @@ class Matches:
 
     def nbytes(self) -> int:
         """Bytes held (what a test checks does not grow with unmatched train rows)."""
-        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, self.top_b, self.top_r]
+        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, self.top]
         arrays += [self.nr_r, self.nr_e, self.nr_s]
         total = sum(a.nbytes for a in arrays) + (0 if self.nr_bk is None else self.nr_bk.nbytes)
         strings = [*self.ex_id, self.best_snip, self.nr_id, self.nr_snip]
         return total + sum(a.nbytes for a in strings)
+
+    @property
+    def top_b(self) -> np.ndarray:
+        return (self.top >> _U64(ROW_BITS)).astype(_I64)
+
+    @property
+    def top_r(self) -> np.ndarray:
+        return (self.top & _U64((1 << ROW_BITS) - 1)).astype(_I64)
 
     def exact(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
         """The exact pairs by ref row: rows, eval positions, ids."""
@@ -163,37 +185,40 @@ def _cat(a: pa.Array, b: pa.Array) -> pa.Array:
     return pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
 
 
-def _top(b: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Positions of the (bucket, row) entries kept: the CAP smallest rows of each bucket."""
-    o = np.lexsort((r, b))
-    bs = b[o]
-    new = np.ones(len(o), bool)
-    new[1:] = bs[1:] != bs[:-1]
-    start = np.maximum.accumulate(np.where(new, np.arange(len(o)), 0))
-    return o[np.arange(len(o)) - start < CAP]
+def _key(b: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """(bucket, row) as one sortable uint64."""
+    if len(r) and int(r.max()) >> ROW_BITS:
+        raise ValueError(f"LEAK001: row {int(r.max())} is past the {ROW_BITS}-bit row numbers")
+    return (np.asarray(b, _I64).astype(_U64) << _U64(ROW_BITS)) | np.asarray(r, _I64).astype(_U64)
 
 
-def _in_top(top_b: np.ndarray, top_r: np.ndarray, qb: np.ndarray, qr: np.ndarray) -> np.ndarray:
-    """Whether each (bucket, row) query is among the top entries (sorted by bucket, row)."""
-    lo = np.searchsorted(top_b, qb, "left")
-    hi = np.searchsorted(top_b, qb, "right")
-    hit = np.zeros(len(qb), bool)
-    if not len(top_r):
-        return hit
-    for j in range(CAP):  # a bucket holds at most CAP rows
-        at = lo + j
-        hit |= (at < hi) & (top_r[np.minimum(at, len(top_r) - 1)] == qr)
-    return hit
+def _in_top_mask(keys: np.ndarray) -> np.ndarray:
+    """Of sorted (bucket, row) keys, those among the CAP smallest rows of their bucket."""
+    b = keys >> _U64(ROW_BITS)
+    new = np.ones(len(keys), bool)
+    new[1:] = b[1:] != b[:-1]
+    at = np.arange(len(keys))
+    return at - np.maximum.accumulate(np.where(new, at, 0)) < CAP
+
+
+def _union(top: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tops of two sorted key arrays (``more`` the smaller), and which of ``more`` stay."""
+    pos = np.searchsorted(top, more)
+    both = np.insert(top, pos, more)
+    keep = _in_top_mask(both)
+    return both[keep], keep[pos + np.arange(len(more))]
 
 
 def _alive(m: Matches) -> np.ndarray:
     """Near pairs whose ref row is still in the top of a bucket it shares with the eval row."""
     keep = np.zeros(len(m.nr_r), bool)
-    if m.nr_bk is None or not len(keep):
+    if m.nr_bk is None or not len(keep) or not len(m.top):
         return keep
     for band in range(m.nr_bk.shape[1]):
         bk = m.nr_bk[:, band].astype(_I64)
-        keep |= (bk >= 0) & _in_top(m.top_b, m.top_r, bk, m.nr_r)
+        q = _key(np.maximum(bk, 0), m.nr_r)
+        at = np.minimum(np.searchsorted(m.top, q), len(m.top) - 1)
+        keep |= (bk >= 0) & (m.top[at] == q)
     return keep
 
 
@@ -207,9 +232,8 @@ def merge_matches(a: Matches, b: Matches) -> Matches:
     first[1:] = best_e[bo][1:] != best_e[bo][:-1]
     bo = bo[first]
     # near: the buckets' tops, then the pairs still in one
-    top_b = np.concatenate([a.top_b, b.top_b])
-    top_r = np.concatenate([a.top_r, b.top_r])
-    t = _top(top_b, top_r)
+    small, large = (a.top, b.top) if len(a.top) <= len(b.top) else (b.top, a.top)
+    top, _ = _union(large, small)
     bk = [x.nr_bk for x in (a, b) if x.nr_bk is not None]
     out = Matches(
         a.ex_r + b.ex_r,
@@ -218,8 +242,7 @@ def merge_matches(a: Matches, b: Matches) -> Matches:
         best_e[bo],
         best_r[bo],
         _take(_cat(a.best_snip, b.best_snip), bo),
-        top_b[t],
-        top_r[t],
+        top,
         np.concatenate([a.nr_r, b.nr_r]),
         np.concatenate([a.nr_e, b.nr_e]),
         np.concatenate([a.nr_s, b.nr_s]),
@@ -227,12 +250,14 @@ def merge_matches(a: Matches, b: Matches) -> Matches:
         _cat(a.nr_id, b.nr_id),
         _cat(a.nr_snip, b.nr_snip),
     )
-    return _prune(out)
+    # a pair leaves only with a row pushed out of a top
+    return _prune(out, evicted=len(top) < len(a.top) + len(b.top))
 
 
-def _prune(m: Matches) -> Matches:
-    """Drop the near pairs no bucket's top supports; pairs by (ref row, eval pos)."""
-    keep = np.flatnonzero(_alive(m))
+def _prune(m: Matches, evicted: bool) -> Matches:
+    """Drop the near pairs no bucket's top supports (if a row left one); pairs by (ref row,
+    eval pos)."""
+    keep = np.flatnonzero(_alive(m)) if evicted else np.arange(len(m.nr_r))
     keep = keep[np.lexsort((m.nr_e[keep], m.nr_r[keep]))]
     m.nr_r, m.nr_e, m.nr_s = m.nr_r[keep], m.nr_e[keep], m.nr_s[keep]
     m.nr_bk = None if m.nr_bk is None else m.nr_bk[keep]
@@ -282,21 +307,21 @@ def probe(
         bk = index.band_keys[band]
         if not len(bk):
             continue
-        at = np.minimum(np.searchsorted(bk, keys), len(bk) - 1)
-        hit = np.flatnonzero(bk[at] == keys)
+        maybe = np.flatnonzero(index.band_seen[band][(keys >> np.uint64(index.shift)).astype(_I64)])
+        at = np.minimum(np.searchsorted(bk, keys[maybe]), len(bk) - 1)
+        hit = bk[at] == keys[maybe]
         got_b.append(index.band_start[band] + at[hit])
-        got_p.append(valid[hit])
+        got_p.append(valid[maybe[hit]])
     if got_b:
         gb, gp = np.concatenate(got_b), np.concatenate(got_p)
-        t = _top(gb, rows[gp])
-        gb, gp = gb[t], gp[t]
+        key = _key(gb, rows[gp])
+        o = np.argsort(key)
+        o = o[_in_top_mask(key[o])]
         # the batch's entries that stay in the tops with the rows seen so far
-        all_b = np.concatenate([current.top_b, gb])
-        all_r = np.concatenate([current.top_r, rows[gp]])
-        kept = _top(all_b, all_r)
-        mine = kept[kept >= len(current.top_b)] - len(current.top_b)
-        gb, gp = gb[mine], gp[mine]
-        part.top_b, part.top_r = gb, rows[gp]
+        _, stay = _union(current.top, key[o])
+        o = o[stay]
+        gb, gp = gb[o], gp[o]
+        part.top = key[o]
         # candidate pairs: each kept (bucket, row) with every eval row of the bucket
         size = index.member_start[gb + 1] - index.member_start[gb]
         cp = np.repeat(gp, size)

@@ -19,7 +19,15 @@ from .._columns import append, cat, key_hex, nonempty_hash, snippet, texts
 from .._ids import id_column, take_ids
 from .._minhash import check_minhash_options, minhash_columns, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
-from ._eval_index import CAP, EvalIndex, Matches, build_index, merge_matches, probe
+from ._eval_index import (
+    CAP,
+    MAX_BUCKETS,
+    EvalIndex,
+    Matches,
+    build_index,
+    merge_matches,
+    probe,
+)
 
 MAX_MATCHES = 5  #: train rows a finding names
 #: eval rows (all eval sides together) up to which they are indexed and broadcast to the
@@ -158,9 +166,9 @@ class TrainEvalOverlap(Rule):
 
     def prepass_finish(self, pre: dict[str, Any], ctx: AuditContext) -> dict[str, Any] | None:
         """The eval sides' indexes, or None (the in-process search) past MAX_EVAL_ROWS."""
-        if pre["rows"] > MAX_EVAL_ROWS:
-            return None
         bands, rows = choose_bands(float(self.threshold), int(self.num_perm))
+        if pre["rows"] > MAX_EVAL_ROWS or pre["rows"] * bands >= MAX_BUCKETS:
+            return None
         k = int(self.num_perm)
         index = {}
         for ev in dict.fromkeys(e for e, _ in self._comparisons(ctx)):
