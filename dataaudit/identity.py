@@ -8,6 +8,7 @@ while a duplicated, dropped or edited row changes it.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from .features.arrays import validity
+from .features.arrays import string_parts, validity
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
 
@@ -23,22 +24,46 @@ _MASK = (1 << 64) - 1
 _NULL = np.uint64(0x9E3779B97F4A7C15)
 
 
+#: rows this process hashes with the Python loop before it loads the compiled one even though
+#: no rule did (numba's import and registries, ~0.45 CPU-s, against ~0.13 s saved per 1M rows)
+COMPILED_AFTER_ROWS = 3_000_000
+_loop_rows = 0
+
+
+def _use_compiled(n: int) -> bool:
+    """The compiled xxh3 when numba is loaded already (a MinHash or exact-duplicate rule loaded
+    it) or this process has hashed enough rows to repay loading it."""
+    global _loop_rows
+    if "dataaudit.sketches.kernels" in sys.modules or _loop_rows >= COMPILED_AFTER_ROWS:
+        return True
+    _loop_rows += n
+    return False
+
+
 def _string_hashes(arr: pa.Array) -> np.ndarray:
     """xxh3 of each string's UTF-8 bytes.
 
-    Same values as hashing ``str.encode("utf-8")`` of ``to_pylist()``, but the Arrow strings
-    (already UTF-8) are viewed as binary, so no Python str is decoded and re-encoded per row.
+    Same values as hashing ``str.encode("utf-8")`` of ``to_pylist()``: the Arrow strings
+    (already UTF-8) are hashed from their buffers by a compiled loop (``sketches/xxh3.py``,
+    ~0.03 s per million short rows), or viewed as binary and hashed per row by ``xxhash``
+    (~0.16 s) until loading the compiled loop pays.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if pa.types.is_string(arr.type):
-        # int32 offsets (JSON Lines' strings): viewed as they are, not cast to large_string,
-        # which rewrote every offset (~0.1 s per million rows)
-        binary = arr.view(pa.binary())
-    else:
-        if not pa.types.is_large_string(arr.type):
-            arr = arr.cast(pa.large_string())  # string_view → offsets and bytes
-        binary = arr.view(pa.large_binary())  # zero-copy: same offsets and bytes
+    if pa.types.is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())  # string_view → offsets and bytes
+    if _use_compiled(len(arr)):
+        from .sketches.xxh3 import xxh3_64_rows
+
+        offsets, data = string_parts(arr)
+        out = xxh3_64_rows(offsets, data)
+        valid = validity(arr)
+        if valid is not None:
+            out[~valid] = _NULL
+        return out
+    # zero-copy: the same offsets and bytes; int32 offsets (JSON Lines' strings) are viewed as
+    # they are, not cast to large_string, which rewrote every offset (~0.1 s per million rows)
+    binary = arr.view(pa.binary() if pa.types.is_string(arr.type) else pa.large_binary())
     valid = validity(arr)
     if valid is not None:  # nulls as their slots' bytes (set to _NULL below); no pa.scalar,
         # which imports pandas (when installed) on first use
