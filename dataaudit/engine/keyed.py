@@ -44,6 +44,21 @@ LSH band) adds two methods:
 
 So the payload crosses the network once per (row, partition of a partner), never once per key
 or per pair, and no process holds more than one partition's rows.
+
+Locally the payload is not partitioned, and only the candidates' rows are read: the spill
+writes it once, as it comes (:meth:`DiskSpill.add_rows`: one Arrow IPC file per writer, each
+batch one split's rows in row order); the first hop's candidate pairs, cut by the partition of
+their first end, are verified one partition at a time with both ends' payload taken from those
+files through memory maps (:class:`PayloadRows`, :func:`verify_rows`), one batch mapped at a
+time. Most rows never become candidates, so most of the payload (DUP002: ~2 KB a row) is
+written and never read again; the partitioned form read each partition whole twice and wrote
+the first ends' payload a second time (measured in the commit that made this change).
+A rule's ``fetch_columns`` (DUP002's snippets and shingle sets, LBL001's snippets) are what
+its finish reads for a few members only (the findings' examples): the finish reads them from
+those files (:meth:`Clusters.fetch`) instead of every member carrying them; where the finish
+is not beside the files (Ray) the members carry them and ``fetch`` takes from the members.
+Not kept in memory instead, even for small corpora: writing costs a copy into the page cache,
+and pieces held in memory grew the peak without saving CPU (see :data:`SPILL_BUDGET`).
 """
 
 from __future__ import annotations
@@ -153,8 +168,12 @@ def emit(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table 
         return None
 
 
-def emit_rows(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table | None:
-    """The verifying rule's per-row payload of ``batch``, keyed by its rows (:func:`node_keys`)."""
+def emit_rows(
+    run: RuleRun, batch: Any, splits: list[str] | None = None, keys: bool = True
+) -> pa.Table | None:
+    """The verifying rule's per-row payload of ``batch``, in row order (each row once), with its
+    split; ``keys``: with the partition keys of its rows (:func:`node_keys`), for a store that
+    partitions the payload (the object store on Ray; the local spill keeps it by row)."""
     try:
         table = run.rule.emit_rows(run.state, batch)
         if table is None or table.num_rows == 0:
@@ -163,13 +182,19 @@ def emit_rows(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.T
             table = pa.Table.from_batches([table])
         if not isinstance(table, pa.Table) or "row" not in table.column_names:
             raise TypeError("emit_rows() must return a pyarrow Table with a 'row' column")
-        table = table.set_column(
-            table.column_names.index("row"), "row", table.column("row").cast(pa.int64())
-        )
-        name = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
-        key = pa.array(node_keys(name, table.column("row")))
+        rows = table.column("row").cast(pa.int64())
+        table = table.set_column(table.column_names.index("row"), "row", rows)
+        values = np.asarray(rows.to_numpy(), np.int64)
+        if len(values) > 1 and not (values[1:] > values[:-1]).all():
+            order = np.argsort(values, kind="stable")
+            if (values[order][1:] == values[order][:-1]).any():
+                raise TypeError("emit_rows() must return each row once")
+            table = table.take(pa.array(order))
         table = table.append_column("split", _split_column(batch, table.num_rows, splits))
-        return table.append_column("key", key)
+        if not keys:
+            return table
+        name = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
+        return table.append_column("key", pa.array(node_keys(name, table.column("row"))))
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
         return None
@@ -185,8 +210,11 @@ def spill(
     if rows is not None:
         store.add(index, parts, rows)
     if run.active and verifies(run.rule):
-        payload = emit_rows(run, batch, splits)
-        if payload is not None:
+        by_row = callable(getattr(store, "add_rows", None))
+        payload = emit_rows(run, batch, splits, keys=not by_row)
+        if payload is not None and by_row:
+            store.add_rows(index, payload)
+        elif payload is not None:
             store.add(rows_index(index), parts, payload)
 
 
@@ -291,6 +319,28 @@ class DiskSpill:
             writer = self.writers[(index, p)] = (sink, pa.ipc.new_stream(sink, piece.schema))
         writer[1].write_table(piece)
 
+    def add_rows(self, index: int, table: pa.Table) -> None:
+        """A verifying rule's payload rows (:func:`emit_rows`, without keys), written as they
+        come: one Arrow IPC file per writer, ``<dir>/<index>.rows/<writer>.arrow``, each batch
+        one split's rows in row order (see :class:`PayloadRows`)."""
+        writer = self.writers.get((rows_index(index), -1))
+        if writer is None:
+            folder = self.root / rows_index(index)
+            folder.mkdir(parents=True, exist_ok=True)
+            sink = pa.OSFile(str(folder / f"{self.name}.arrow"), "wb")
+            writer = self.writers[(rows_index(index), -1)] = (
+                sink,
+                pa.ipc.new_file(sink, table.schema),
+            )
+        writer[1].write_table(table)
+
+    def payload(self, index: int, splits: list[str]) -> PayloadRows | None:
+        """The payload rows :meth:`add_rows` wrote for rule ``index`` (every writer's), once
+        the writers are closed; None if there are none."""
+        folder = self.root / rows_index(index)
+        paths = sorted(folder.glob("*.arrow")) if folder.is_dir() else []
+        return PayloadRows(paths, splits) if paths else None
+
     def close(self) -> None:
         for sink, writer in self.writers.values():
             writer.close()
@@ -319,6 +369,80 @@ class DiskSpill:
         self.memory, self.held = {}, 0
         self.close()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class PayloadRows:
+    """A verifying rule's payload on disk, by row (:meth:`DiskSpill.add_rows`): Arrow IPC
+    files, each batch one split's rows in row order, so a row is found from a small index of
+    the batches' first and last rows, and read through a memory map: a lookup copies and
+    touches only the rows it takes (the candidates' ends), never the whole payload."""
+
+    def __init__(self, paths: list[Path], splits: list[str]):
+        self.paths, self.splits = [str(p) for p in paths], splits
+        lo, hi, where = [], [], []
+        for f, path in enumerate(self.paths):
+            with pa.memory_map(path) as source:
+                reader = pa.ipc.open_file(source)
+                for j in range(reader.num_record_batches):
+                    batch = reader.get_batch(j)
+                    n = batch.num_rows
+                    if not n:
+                        continue
+                    ends = pa.array([0, n - 1])
+                    ids = _node_ids(
+                        batch.column("split").take(ends), batch.column("row").take(ends), splits
+                    )
+                    lo.append(ids[0])
+                    hi.append(ids[1])
+                    where.append((f, j))
+        order = np.argsort(np.asarray(lo, np.int64), kind="stable")
+        self.lo = np.asarray(lo, np.int64)[order]
+        self.hi = np.asarray(hi, np.int64)[order]
+        self.where = [where[i] for i in order.tolist()]
+        if len(self.lo) > 1 and not (self.lo[1:] > self.hi[:-1]).all():
+            raise ValueError("emit_rows() gave a row twice (or a row of another batch)")
+
+    def take(self, nodes: np.ndarray, columns: list[str] | None = None) -> pa.Table:
+        """The payload rows of these node ids (:func:`_node_ids`), in their order: ``split``
+        (rank), ``row`` and ``columns`` (default: all). Each must have emitted a payload."""
+        nodes = np.asarray(nodes, np.int64)
+        uniq, inverse = np.unique(nodes, return_inverse=True)
+        at = np.searchsorted(self.lo, uniq, side="right") - 1
+        if len(uniq) and ((at < 0).any() or (uniq > self.hi[np.maximum(at, 0)]).any()):
+            raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
+        pieces = []
+        bounds = np.flatnonzero(np.diff(at)) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(uniq)]):
+            if hi <= lo:
+                continue
+            f, j = self.where[int(at[lo])]
+            # one batch per mapping: the kernel maps pages around each one read (fault-around),
+            # which would count most of a file in this process's RSS if it stayed mapped
+            with pa.memory_map(self.paths[f]) as source:
+                batch = pa.ipc.open_file(source).get_batch(j)
+                if columns is not None:
+                    batch = batch.select(["split", "row", *columns])
+                rows = batch.column("row").to_numpy()
+                want = uniq[lo:hi] & ((1 << 40) - 1)
+                pos = np.minimum(np.searchsorted(rows, want), len(rows) - 1)
+                if not (rows[pos] == want).all():
+                    raise ValueError(
+                        "a candidate pair names a row that emitted no payload (emit_rows)"
+                    )
+                pieces.append(pa.Table.from_batches([batch.take(pa.array(pos))]))
+        if not pieces:
+            empty = self._schema(columns).empty_table()
+            return empty
+        table = pa.concat_tables(pieces, promote_options="default")
+        if len(uniq) == len(nodes) and (inverse == np.arange(len(nodes))).all():
+            return table
+        return table.take(pa.array(inverse))
+
+    def _schema(self, columns: list[str] | None) -> pa.Schema:
+        with pa.memory_map(self.paths[0]) as source:
+            schema = pa.ipc.open_file(source).schema
+        names = ["split", "row", *columns] if columns is not None else schema.names
+        return pa.schema([schema.field(n) for n in names])
 
 
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
@@ -502,10 +626,60 @@ def verify_part(
             ]
         )
     )
-    wanted = getattr(rule, "member_columns", None)
-    payload = [c for c in cols if c not in ("split", "row") and (wanted is None or c in wanted)]
+    payload = _carried(rule, cols, fetchable=False)
     members = both.take(pa.array(_locate(both, ends_of, splits, "verify_pairs()")))
     return edges, members.select(["split", "row", *payload])
+
+
+def _carried(rule: Any, cols: list[str], fetchable: bool) -> list[str]:
+    """The payload columns a cluster member carries to the finish: the rule's
+    ``member_columns`` (default all), and its ``fetch_columns`` unless the finish can
+    ``fetch`` them from the payload on disk (``fetchable``)."""
+    wanted = getattr(rule, "member_columns", None)
+    if wanted is not None and not fetchable:
+        wanted = (*wanted, *getattr(rule, "fetch_columns", ()))
+    return [c for c in cols if c not in ("split", "row", "key") and (wanted is None or c in wanted)]
+
+
+def verify_rows(
+    rule: Any, pairs: pa.Table | None, payload: PayloadRows, splits: list[str]
+) -> tuple[pa.Table | None, pa.Table | None]:
+    """The local verification hop for the candidate pairs of one partition of first ends:
+    each distinct pair once, both ends' payload taken from the by-row spill (only theirs),
+    the rule's accepted edges and their ends' payload (:func:`_carried`)."""
+    if pairs is None or pairs.num_rows == 0:
+        return None, None
+    if "key" in pairs.column_names:
+        pairs = pairs.drop_columns(["key"])
+    na = _node_ids(pairs.column("split_a"), pairs.column("row_a"), splits)
+    nb = _node_ids(pairs.column("split_b"), pairs.column("row_b"), splits)
+    order = np.lexsort((nb, na))  # the same order whatever the partitions
+    first = np.ones(len(order), bool)
+    first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
+    keep = order[first]
+    pairs, na, nb = pairs.take(pa.array(keep)), na[keep], nb[keep]
+    nodes, inverse = np.unique(np.concatenate([na, nb]), return_inverse=True)
+    both = _named(payload.take(nodes), splits)
+    pairs = pairs.append_column("at_a", pa.array(inverse[: len(na)], pa.int64()))
+    pairs = pairs.append_column("at_b", pa.array(inverse[len(na) :], pa.int64()))
+    edges = rule.verify_pairs(pairs, both)
+    if edges is None or edges.num_rows == 0:
+        return None, None
+    _check_edges(edges, "verify_pairs()")
+    edges = edges.select(list(EDGE_COLUMNS) + (["score"] if "score" in edges.column_names else []))
+    ends_of = np.unique(
+        np.concatenate(
+            [
+                _node_ids(edges.column("split_a"), edges.column("row_a"), splits),
+                _node_ids(edges.column("split_b"), edges.column("row_b"), splits),
+            ]
+        )
+    )
+    at = np.minimum(np.searchsorted(nodes, ends_of), len(nodes) - 1)
+    if not (nodes[at] == ends_of).all():
+        raise ValueError("verify_pairs() named a row that is not an end of its pairs")
+    cols = _carried(rule, both.column_names, fetchable=True)
+    return edges, both.select(["split", "row", *cols]).take(pa.array(at))
 
 
 def run_local(
@@ -521,6 +695,7 @@ def run_local(
     scratch = MemorySpill() if scratch is None else scratch
     payload = rows_index(index)
     threads = min(THREADS, os.cpu_count() or 1)
+    by_row = store.payload(index, splits) if callable(getattr(store, "payload", None)) else None
     try:
         hop1 = _windowed(
             lambda p: candidates_of(rule, store.table(index, p), splits, parts), parts, threads
@@ -531,6 +706,25 @@ def run_local(
                 if piece is not None:
                     scratch.put("pairs", q, piece)
         scratch.close()
+        if callable(getattr(store, "payload", None)):  # the payload on disk, by row
+            if by_row is None:
+                found = [scratch.table("pairs", p) for p in range(parts)]
+                if any(t is not None and t.num_rows for t in found):
+                    raise ValueError("a candidate pair names a row that emitted no payload")
+                return Clusters()
+            hop2 = _windowed(
+                lambda p: verify_rows(rule, scratch.table("pairs", p), by_row, splits),
+                parts,
+                threads,
+            )
+            edges, members = [], []
+            for p, (found, rows) in enumerate(hop2):
+                _drop(scratch, "pairs", p)
+                edges.append(found)
+                members.append(rows)
+            clusters = clusters_of(edges, splits, members)
+            clusters.payload = by_row
+            return clusters
         hop2a = _windowed(
             lambda p: join_first(scratch.table("pairs", p), store.table(payload, p), splits, parts),
             parts,
@@ -648,6 +842,20 @@ class Clusters(list):
         super().__init__(clusters)
         self.rows = rows
         self.edges = edges
+        self.payload: PayloadRows | None = None  # the payload on disk, by row (local engine)
+
+    def fetch(self, columns: list[str], at: Any) -> pa.Table:
+        """Payload ``columns`` of the members at positions ``at`` of :attr:`rows` (a rule's
+        ``fetch_columns``, read for a few members only: the findings' examples): from the
+        payload on disk where the finish runs beside it, else from the members' rows."""
+        at = np.asarray(at, np.int64)
+        if self.rows is not None and all(c in self.rows.column_names for c in columns):
+            return self.rows.select(columns).take(pa.array(at))
+        if self.payload is None or self.rows is None:
+            raise KeyError(f"the clusters carry no payload columns {columns}")
+        taken = self.rows.select(["split", "row"]).take(pa.array(at))
+        nodes = _node_ids(taken.column("split"), taken.column("row"), self.payload.splits)
+        return self.payload.take(nodes, list(columns)).select(list(columns))
 
     def __reduce__(self):
         return (Clusters, (list(self), self.rows, self.edges))

@@ -9,12 +9,14 @@ import json
 import random
 from itertools import combinations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from dataaudit import audit
 from dataaudit.engine import keyed as keyed_engine
 from dataaudit.engine import parallel as parallel_engine
+from dataaudit.rule import Finding, RuleResult
 from tests.engine._keyed_verify_rules import KeyedWords, jaccard
 
 WORDS = [
@@ -181,3 +183,132 @@ def test_a_rule_that_raises_in_the_hop_is_its_error():
     assert report.status("KEY003") == "error"
     assert "verification broke" in report.result("KEY003")["message"]
     assert report.status("KEY002") == "warn"
+
+
+class _Fetched(KeyedWords):
+    """KeyedWords whose finish reads the texts through ``Clusters.fetch``: members carry none."""
+
+    code = "KEY004"
+    name = "test.keyed-fetched"
+    member_columns = ()
+    fetch_columns = ("text",)
+    carried: list[list[str]] = []
+
+    def finish_keyed(self, state, clusters, ctx):
+        result = RuleResult()
+        result.metric("rows", state["rows"])
+        result.metric("clusters", len(clusters))
+        scores = clusters.edges.column("score").to_pylist() if clusters.edges is not None else []
+        result.metric("edges", len(scores))
+        if clusters:
+            _Fetched.carried.append(clusters.rows.column_names)
+        for cluster in clusters:
+            first = clusters.fetch(["text"], [cluster.at]).column("text")[0].as_py()
+            group = f"{cluster[0][0]}:{cluster[0][1]}"
+            result.flags.add(
+                cluster[0][0],
+                [r for _, r in cluster],
+                group=group,
+                score=cluster.rows.column("score").to_numpy(),
+            )
+            result.findings.append(
+                Finding(message=f"{len(cluster)} texts like {first[:40]!r}", key=group,
+                        count=len(cluster))
+            )  # fmt: skip
+        return result
+
+
+def _body(records, code, rule, **options):
+    report = audit(records, select=[code], extra_rules=[rule], split="split", **options)
+    body = report.to_dict()
+    for r in body["results"]:  # findings are ordered by their fingerprint: the code's hash
+        for f in r.get("findings") or []:
+            f.pop("fingerprint")
+        r["findings"] = sorted(r.get("findings") or [], key=lambda f: json.dumps(f))
+    return json.dumps(
+        [{k: r.get(k) for k in ("status", "metrics", "findings")} for r in body["results"]]
+        + [sorted(json.dumps(f, sort_keys=True) for f in body["flags"])],
+        sort_keys=True,
+    )
+
+
+def test_fetched_columns_stay_on_disk_and_read_the_same(monkeypatch):
+    # members carry no text locally (the finish reads the texts it shows from the spill), and
+    # the report is the one of the rule whose members carry their texts
+    _Fetched.carried.clear()
+    records = _records()
+    carried = _body(records, "KEY002", KeyedWords, batch_size=32).replace("KEY002", "KEY")
+    fetched = _body(records, "KEY004", _Fetched, batch_size=32).replace("KEY004", "KEY")
+    assert fetched == carried
+    assert _Fetched.carried and all("text" not in cols for cols in _Fetched.carried)
+
+
+def test_only_the_candidates_payload_is_read(monkeypatch):
+    # the payload is spilled by row; verification reads the rows of candidate pairs, not all
+    taken: list[int] = []
+    take = keyed_engine.PayloadRows.take
+
+    def counting(self, nodes, columns=None):
+        taken.extend(np.asarray(nodes).tolist())
+        return take(self, nodes, columns)
+
+    monkeypatch.setattr(keyed_engine.PayloadRows, "take", counting)
+    records = [{"text": f"w{i} a b c d", "split": "train"} for i in range(300)]
+    records += [{"text": "same first word", "split": "train"}] * 4
+    report, _ = _run(records, batch_size=32)
+    assert _clusters(report) == [[("train", 300), ("train", 301), ("train", 302), ("train", 303)]]
+    assert 0 < len(set(taken)) <= 4  # the four candidates, not the 304 rows with a payload
+
+
+def test_payload_rows_are_found_by_row_across_writers(tmp_path):
+    # two writers (processes), batches of several splits: every row is found, a row without a
+    # payload is an error; emit_rows gives rows in row order, and a row given twice is the
+    # rule's error
+    from dataaudit.engine.state import RuleRun
+
+    splits = ["train", "test"]
+    store = keyed_engine.DiskSpill(tmp_path)
+    other = keyed_engine.DiskSpill(tmp_path)
+    for spill, split, rows in (
+        (store, "train", [1, 2, 3]),
+        (other, "test", [5, 7]),
+        (store, "test", [0]),
+        (other, "train", [10, 11]),
+    ):
+        text = [f"{split}{r}" for r in rows]
+        spill.add_rows(
+            0,
+            pa.table({"row": pa.array(rows, pa.int64()), "text": text}).append_column(
+                "split", pa.array([splits.index(split)] * len(rows), pa.int16())
+            ),
+        )
+    store.close(), other.close()
+    rows = store.payload(0, splits)
+    ids = [(0 << 40) | 11, (1 << 40) | 5, (0 << 40) | 1, (1 << 40) | 0, (0 << 40) | 11]
+    got = rows.take(np.array(ids), ["text"])
+    assert got.column("text").to_pylist() == ["train11", "test5", "train1", "test0", "train11"]
+    with pytest.raises(ValueError, match="emitted no payload"):
+        rows.take(np.array([(1 << 40) | 6]))
+
+    class Twice(KeyedWords):
+        def emit_rows(self, state, batch):
+            out = super().emit_rows(state, batch)
+            return pa.concat_tables([out, out])
+
+    class Reversed(KeyedWords):
+        def emit_rows(self, state, batch):
+            out = super().emit_rows(state, batch)
+            return out.take(pa.array(range(out.num_rows - 1, -1, -1)))
+
+    from dataaudit.context import AuditContext
+    from dataaudit.rule import Roles
+
+    ctx = AuditContext(splits={}, roles=Roles(text="text"))
+    batch = ctx.batch("train", pa.record_batch({"text": ["a b", "c", "d e"]}), 0)
+    run = RuleRun(Reversed(), Reversed.severity, {"rows": 0})
+    out = keyed_engine.emit_rows(run, batch, splits, keys=False)
+    assert out.column("row").to_pylist() == [0, 1, 2]
+    assert out.column("text").to_pylist() == ["a b", "c", "d e"]
+    run = RuleRun(Twice(), Twice.severity, {"rows": 0})
+    keyed_engine.emit_rows(run, batch, splits)
+    assert "each row once" in run.error

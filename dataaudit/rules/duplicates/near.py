@@ -117,11 +117,14 @@ class NearDuplicates(Rule):
         if self.bands is not None and int(self.bands) * int(self.rows) > int(self.num_perm):
             raise ValueError(f"bands*rows = {self.bands}*{self.rows} exceeds num_perm")
 
+    #: what every cluster member brings to the finish (flags, rates, distinct texts)
+    member_columns = ("hash", "id", "source")
+
     @property
-    def member_columns(self) -> tuple[str, ...]:
-        """What a cluster member brings to the finish: its hash, snippet, id and source, and its
-        shingle set (signature with ``verify: estimate``) for the findings' similarities."""
-        return ("hash", "snip", "id", "source", "sets" if self.verify == "exact" else "sig")
+    def fetch_columns(self) -> tuple[str, ...]:
+        """What the finish reads for the findings' examples only (their snippets and their
+        similarity to the kept row): fetched for those rows, not carried by every member."""
+        return ("snip", "sets" if self.verify == "exact" else "sig")
 
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         return {
@@ -272,7 +275,7 @@ class NearDuplicates(Rule):
                 split,
                 state["splits"][split],
                 by_split.get(split, []),
-                clusters.rows if clusters else None,
+                clusters,
                 _split_scores(edges, split),
                 ctx,
                 result,
@@ -285,7 +288,7 @@ class NearDuplicates(Rule):
         split: str,
         sp: dict[str, Any],
         groups: list[Any],
-        table: pa.Table | None,
+        clusters: Any,
         scores: np.ndarray,
         ctx: AuditContext,
         result: RuleResult,
@@ -307,6 +310,7 @@ class NearDuplicates(Rule):
         near = np.zeros(0, np.int64)  # clusters with more than one distinct text
         exact_rows = 0
         hashes = np.zeros(0, np.uint64)
+        table = clusters.rows if groups else None
         if groups:
             # every member at once, cluster after cluster (at: its row in the clusters' table)
             starts = np.array([g.at for g in groups], np.int64)
@@ -343,7 +347,7 @@ class NearDuplicates(Rule):
         result.metric("near_only_clusters", len(near), Direction.LOWER, split=split)
         pick = np.lexsort((near_firsts, -near_sizes))[: int(self.max_findings)]
         for i in pick.tolist():
-            self._finding(split, groups[int(near[i])], table, hashes, ctx, result)
+            self._finding(split, groups[int(near[i])], clusters, hashes, ctx, result)
         rest = len(near) - len(pick)
         if rest > 0:
             rest_rows = int(near_sizes.sum() - len(near_sizes)) - int((near_sizes[pick] - 1).sum())
@@ -401,19 +405,21 @@ class NearDuplicates(Rule):
             "per_source": _per_source(sp.get("sources"), removable, n),
         }
 
-    def _finding(self, split, group, table, hashes, ctx, result) -> None:
+    def _finding(self, split, group, clusters, hashes, ctx, result) -> None:
         members = [row for _, row in group]  # in row order; first = kept
         k, at = len(members), group.at
         shown = min(k, ctx.max_examples)
         pos = np.arange(shown, dtype=np.int64)
+        # the shown members' payload, read for them alone (engine/keyed.py: Clusters.fetch)
+        shown_rows = clusters.fetch(list(self.fetch_columns), at + pos)
         if self.verify == "exact":
-            sets = sets_of(table.column("sets").slice(at, shown))
+            sets = sets_of(shown_rows.column("sets"))
             sim = pair_jaccard(sets, np.zeros(shown, np.int64), pos)
         else:
-            sig = signatures_of(table.column("sig").slice(at, shown), int(self.num_perm))
+            sig = signatures_of(shown_rows.column("sig"), int(self.num_perm))
             sim = jaccard_estimate(sig[np.zeros(shown, np.int64)], sig[pos])
         sim[0] = 1.0
-        snips = table.column("snip").slice(at, shown).to_pylist()
+        snips = shown_rows.column("snip").to_pylist()
         result.findings.append(
             Finding(
                 message=(

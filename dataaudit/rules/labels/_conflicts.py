@@ -192,7 +192,8 @@ def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
 
 EXACT_BAND = -1
 SIG_BYTES = MINHASH["num_perm"] * 4
-MEMBER_COLUMNS = ("y", "h", "snip", "id")  # what a cluster member brings to the finish
+MEMBER_COLUMNS = ("y", "h", "id")  # what every cluster member brings to the finish
+FETCH_COLUMNS = ("snip",)  # read for each conflict group's first row only (its example)
 
 
 def keyed_start(mode: str, *, snippets: int = 0, near: bool = False) -> dict[str, Any]:
@@ -415,10 +416,11 @@ def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts
     :func:`find` (largest first, then by key)."""
     table = clusters.rows if clusters else None
     by_split: dict[str, list[Group]] = {}
+    made: list[Group] = []
+    firsts: list[int] = []  # each group's first labeled row in ``table`` (its snippet's)
     if table is not None and table.num_rows:
         y = table.column("y").to_numpy()
         h = table.column("h").to_numpy()
-        snips = table.column("snip") if "snip" in table.column_names else None
         ids = table.column("id") if "id" in table.column_names else None
         for cluster in clusters:
             at = cluster.at
@@ -436,18 +438,24 @@ def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts
             for lab in labels:
                 counts[int(lab)] = counts.get(int(lab), 0) + 1
             split = cluster[0][0]
-            by_split.setdefault(split, []).append(
+            made.append(
                 Group(
                     split=split,
                     key=f"{int(gh.min()):016x}",
                     kind=kind,
                     rows=[cluster[i - at][1] for i in idx.tolist()],
                     labels=labels,
-                    snippet=None if snips is None else snips[int(idx[0])].as_py(),
+                    snippet=None,
                     label_counts=counts,
                     ids=[None] * idx.size if ids is None else ids.take(pa.array(idx)).to_pylist(),
                 )
             )
+            by_split.setdefault(split, []).append(made[-1])
+            firsts.append(int(idx[0]))
+    if firsts and state["snip"]:  # the snippets of the groups' first rows, fetched at once
+        snips = clusters.fetch(list(FETCH_COLUMNS), firsts).column("snip").to_pylist()
+        for g, snip in zip(made, snips):
+            g.snippet = snip
     out: dict[str, SplitConflicts] = {}
     for split in sorted(state["splits"]):
         groups = by_split.get(split, [])

@@ -66,6 +66,7 @@ class ConflictingLabels(Rule):
     requires = ("input",)
     keyed = True  # rows meet by input hash and LSH band in the engine's keyed stage
     member_columns = _conflicts.MEMBER_COLUMNS  # what a cluster member brings to finish_keyed
+    fetch_columns = _conflicts.FETCH_COLUMNS  # read for the groups' first rows only
 
     def __init__(
         self, near_duplicates: bool = True, threshold: float = 0.8, max_findings: int = 100
