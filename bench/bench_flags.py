@@ -4,7 +4,7 @@ A rule's flags live from its ``finish`` until the report is built (and on the Ra
 every other rule's), so their size is part of every peak after the scan. Each variant runs in a
 fresh process: build ``--flags`` flags shaped like DUP001's (one split, row, cluster id as text,
 kept/duplicate, keep/drop, an id per row), then turn them into the report's table
-(``collect_flags`` + ``encode_flags``, what ``Report.build`` does) and count the flagged rows.
+(``flag_table``, what ``Report.build`` does) and count the flagged rows.
 Memory is what the flags hold once built (tracemalloc: Python objects and numpy/Arrow buffers
 allocated through Python) and the process's peak RSS growth over the whole run.
 
@@ -35,7 +35,11 @@ def rss():
             return int(line.split()[1]) / 1024
 
 mode, n = sys.argv[1], int(sys.argv[2])
-from dataaudit.report.flags import collect_flags, encode_flags
+try:
+    from dataaudit.report.flags import flag_table
+except ImportError:  # before the columnar table
+    from dataaudit.report.flags import collect_flags, encode_flags
+    flag_table = lambda outcomes: encode_flags(collect_flags(outcomes))
 from dataaudit.rule import Flag, Rule, RuleOutcome, RuleResult, Severity
 import polars, pyarrow  # imported before measuring
 
@@ -71,7 +75,7 @@ build = time.perf_counter() - t0
 held = tracemalloc.get_traced_memory()[0]
 tracemalloc.stop()
 t0 = time.perf_counter()
-table = encode_flags(collect_flags([RuleOutcome(Dup(), Severity.WARN, result)]))
+table = flag_table([RuleOutcome(Dup(), Severity.WARN, result)])
 collect = time.perf_counter() - t0
 t0 = time.perf_counter()
 try:

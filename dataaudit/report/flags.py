@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import is_special_file, is_stdout
 from ..errors import ConfigError
+from .escape import shorten
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 
-    from ..rule import FlagColumns, RuleOutcome
+    from ..rule import RuleOutcome
 
 #: the row flags table's columns and their polars types (see Report.flags)
 FLAG_SCHEMA = {
@@ -47,125 +51,325 @@ def flags_format(path: str | Path) -> str:
 
 _MAX_DETAIL = 200  # characters of a flag's detail kept in the report (it may quote the data)
 _MAX_ID = 256  # characters of an id value kept in the report
-
-
-def _bounded(values: pl.Series, limit: int) -> pl.Series:
-    """escape.shorten for a whole column."""
-    import polars as pl
-
-    long = values.str.len_chars() > limit
-    if not long.any():
-        return values
-    cut = values.str.slice(0, limit - 1) + "…"
-    return pl.select(pl.when(long).then(cut).otherwise(values)).to_series().alias(values.name)
-
-
+#: values per piece of a column written as JSON (a column is never one Python list)
+_CHUNK = 1 << 16
 #: the order of the table: by row, then rule, then what tells two flags of one rule apart
 _FLAG_ORDER = ["split", "row", "code", "cluster", "detail", "action", "severity", "id", "score"]
 
 
-def collect_flags(outcomes: list[RuleOutcome]) -> pl.DataFrame:
-    """Every rule's flags as a table of FLAG_COLUMNS: severity and action resolved, untrusted
-    text bounded, duplicates removed, sorted (built block by block, column by column: flags
-    can be millions)."""
-    import polars as pl
+def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
+    """Every rule's flags as the report's table: severity and action resolved, untrusted text
+    bounded, duplicates removed, sorted by _FLAG_ORDER. Built from the rules' column blocks
+    with one sort of integer keys (text ranked by Arrow): flags can be millions, and a Python
+    object or a row of strings per flag is what made the driver's peak grow with the corpus."""
+    import numpy as np
+    import pyarrow as pa
 
     from ..rule import Flags
 
-    frames = [_empty_frame()]
+    coded: dict[str, list[tuple[list[Any], Any]]] = {name: [] for name in DICT_COLUMNS}
+    rows, scores, ids, clusters = [], [], [], []
     for outcome in outcomes:
         if outcome.result is None or outcome.error is not None or not outcome.result.flags:
             continue
         default = outcome.severity.value
         for block in Flags.of(outcome.result.flags).blocks():
-            frames.append(_block_frame(block, outcome.rule.code, default))
-    frame = pl.concat(frames, how="vertical", rechunk=True)
-    frame = frame.with_columns(
-        _bounded(frame["id"], _MAX_ID), _bounded(frame["detail"], _MAX_DETAIL)
+            n = len(block)
+            severity = block.severity
+            if isinstance(severity, list):
+                severity = [default if v is None else v.value for v in severity]
+            else:
+                severity = default if severity is None else severity.value
+            values, index = _coded(block.detail, n)
+            coded["detail"].append((_bounded_values(values, _MAX_DETAIL), index))
+            coded["split"].append(_coded(block.split, n))
+            coded["code"].append(_coded(outcome.rule.code, n))
+            coded["severity"].append(_coded(severity, n))
+            coded["action"].append(_coded(block.action, n, null="review"))
+            rows.append(block.row)
+            scores.append(np.full(n, np.nan) if block.score is None else block.score)
+            ids.append(_text(block.id, n))
+            clusters.append(_text(block.group, n))
+    ranks = {name: _ranks(parts) for name, parts in coded.items()}
+    del coded
+    row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    score = np.concatenate(scores) if scores else np.zeros(0, np.float64)
+    text = {"id": _bounded_text(_concat(ids), _MAX_ID), "cluster": _concat(clusters)}
+    del rows, scores, ids, clusters  # the blocks' copies: only the table's columns from here
+    keys = {  # every column as integers (or floats) that sort as its values; null first
+        **{name: rank for name, (_, rank) in ranks.items()},
+        "row": row,
+        "score": np.where(np.isnan(score), -np.inf, score),
+        **{name: _text_ranks(array) for name, array in text.items()},
+    }
+    order = _sorted_unique([keys[name] for name in _FLAG_ORDER])
+    columns: dict[str, Any] = {
+        name: _dictionary(distinct, rank[order]) for name, (distinct, rank) in ranks.items()
+    }
+    columns["row"] = row[order]
+    columns["score"] = score[order]
+    taken = pa.array(order)
+    for name, array in text.items():
+        columns[name] = array.take(taken)
+    return FlagTable(len(order), columns)
+
+
+def _sorted_unique(keys: list[Any]) -> Any:
+    """The positions that sort the rows by ``keys`` (the first the most significant), each
+    distinct row once: equal rows are neighbours once sorted."""
+    import numpy as np
+
+    order = np.lexsort(keys[::-1])
+    if order.size < 2:
+        return order
+    differs = np.zeros(order.size - 1, bool)
+    for key in keys:
+        ordered = key[order]
+        differs |= ordered[1:] != ordered[:-1]
+    return order[np.concatenate([[True], differs])]
+
+
+def _coded(value: Any, n: int, null: str | None = None) -> tuple[list[Any], Any]:
+    """A field with few distinct values (a constant, a list or Arrow text) as its distinct
+    values and each row's position in them (-1: null), without a Python object per row.
+    ``null``: the value a null stands for."""
+    import numpy as np
+    import pyarrow as pa
+
+    if value is None or isinstance(value, str):
+        return [null if value is None else value], np.zeros(n, np.int32)
+    if isinstance(value, list):
+        value = pa.array(value, pa.large_string())
+    if not pa.types.is_dictionary(value.type):
+        value = value.dictionary_encode()
+    values = value.dictionary.to_pylist()
+    index = value.indices.to_numpy(zero_copy_only=False)
+    if value.null_count:  # the nulls' index: -1, or the place of ``null`` among the values
+        index = np.where(value.is_null().to_numpy(zero_copy_only=False), -1, index)
+        if null is not None:
+            values.append(null)
+            index[index < 0] = len(values) - 1
+    return values, index.astype(np.int32, copy=False)
+
+
+def _ranks(parts: list[tuple[list[Any], Any]]) -> tuple[list[str], Any]:
+    """The blocks of one coded column as (its distinct values sorted, each row's position in
+    them; -1: null). Values equal once bounded are one value."""
+    import numpy as np
+
+    distinct = sorted({v for values, _ in parts for v in values if v is not None})
+    position = {v: i for i, v in enumerate(distinct)}
+    out = []
+    for values, index in parts:  # index -1 takes the trailing -1: null stays null
+        lookup = np.array([-1 if v is None else position[v] for v in values] + [-1], np.int32)
+        out.append(lookup[index])
+    return distinct, np.concatenate(out) if out else np.zeros(0, np.int32)
+
+
+def _dictionary(distinct: list[str], rank: Any) -> tuple[list[str | None], Any]:
+    """A coded column as the report stores it: the values present, sorted, null last, and
+    each row's index in them (see decode_flags)."""
+    import numpy as np
+
+    used = np.unique(rank[rank >= 0])
+    values: list[str | None] = [distinct[i] for i in used.tolist()]
+    lookup = np.full(len(distinct) + 1, len(values), np.int32)  # the last: null
+    lookup[used] = np.arange(len(values), dtype=np.int32)
+    index = lookup[rank]  # -1 takes the last
+    if (rank < 0).any():
+        values.append(None)
+    return values, index
+
+
+def _text(value: Any, n: int) -> pa.Array:
+    """A text field of a block (a constant, a list, Arrow text, or integers given for text:
+    cluster ids) as n Arrow large strings."""
+    import numpy as np
+    import pyarrow as pa
+
+    if value is None:
+        return pa.nulls(n, pa.large_string())
+    if isinstance(value, str):
+        return pa.array([value], pa.large_string()).take(pa.array(np.zeros(n, np.int32)))
+    if isinstance(value, list):
+        return pa.array(value, pa.large_string())
+    if isinstance(value, np.ndarray):
+        return pa.array(value).cast(pa.large_string())
+    return value.cast(pa.large_string())
+
+
+def _concat(arrays: list[Any]) -> pa.ChunkedArray:
+    import pyarrow as pa
+
+    return pa.chunked_array(arrays, pa.large_string())
+
+
+def _text_ranks(array: pa.ChunkedArray) -> Any:
+    """Each value's dense rank among the column's values (0: null), to sort and compare by."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not len(array):
+        return np.zeros(0, np.int64)
+    rank = pc.rank(array, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+    if array.null_count:
+        rank[array.is_null().to_numpy(zero_copy_only=False)] = 0
+    return rank
+
+
+def _bounded_values(values: list[Any], limit: int) -> list[Any]:
+    return [v if v is None else shorten(v, limit) for v in values]
+
+
+def _bounded_text(array: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
+    """escape.shorten for an Arrow text column (only its long values go through Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(array):
+        return array
+    long = pc.fill_null(pc.greater(pc.utf8_length(array), limit), False)
+    at = np.flatnonzero(long.to_numpy(zero_copy_only=False))
+    if not at.size:
+        return array
+    cut = [shorten(v, limit) for v in array.take(pa.array(at)).to_pylist()]
+    mask = long.combine_chunks()
+    return pa.chunked_array(
+        [pc.replace_with_mask(array.combine_chunks(), mask, pa.array(cut, array.type))]
     )
-    return _sorted_unique(frame)
 
 
-def _sorted_unique(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame.unique().sort(_FLAG_ORDER)``, faster: sorted by every column, equal rows are
-    neighbours, so a row equal to the one before it is a duplicate (rules add their flags
-    mostly in row order, which the sort finds cheap; unique() scrambled it first)."""
-    import polars as pl
-
-    frame = frame.sort(_FLAG_ORDER, nulls_last=False)
-    if frame.height < 2:
-        return frame
-    same = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in _FLAG_ORDER)
-    return frame.filter(~same.fill_null(False))
+def _json_list(values: list[Any]) -> str:
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _empty_frame() -> pl.DataFrame:
-    import polars as pl
-
-    return pl.DataFrame(
-        {name: pl.Series(name, [], dtype=getattr(pl, FLAG_SCHEMA[name])) for name in FLAG_COLUMNS}
-    )
-
-
-def _block_frame(block: FlagColumns, code: str, default_severity: str) -> pl.DataFrame:
-    """One block of flags as a table of FLAG_COLUMNS (a constant field repeated)."""
-    import polars as pl
-
-    n = len(block)
-
-    def column(name: str, value: Any) -> pl.Series:
-        dtype = getattr(pl, FLAG_SCHEMA[name])
-        if isinstance(value, list):
-            return pl.Series(name, value, dtype=dtype)
-        if hasattr(value, "to_pylist"):  # Arrow strings
-            return pl.from_arrow(value).cast(dtype).alias(name)
-        if hasattr(value, "dtype"):  # integers given for a text field (cluster ids)
-            return pl.Series(name, value).cast(dtype)
-        return pl.repeat(value, n, dtype=dtype, eager=True).alias(name)
-
-    severity = block.severity
-    if isinstance(severity, list):
-        severity = [default_severity if v is None else v.value for v in severity]
+def column_json(flags: Mapping[str, Any], name: str) -> Iterator[str]:
+    """One column of a report's flags table as compact JSON, in pieces (``json.dumps`` of the
+    stored column, separators ``,`` and ``:``)."""
+    if isinstance(flags, FlagTable):
+        yield from flags.column_json(name)
     else:
-        severity = default_severity if severity is None else severity.value
-    score = (
-        pl.repeat(None, n, dtype=pl.Float64, eager=True).alias("score")
-        if block.score is None
-        else pl.Series("score", block.score, dtype=pl.Float64, nan_to_null=True)
-    )
-    return pl.DataFrame(
-        [
-            column("split", block.split),
-            pl.Series("row", block.row, dtype=pl.Int64),
-            column("id", block.id),
-            column("code", code),
-            column("severity", severity),
-            column("action", block.action).fill_null("review"),  # None: review
-            column("cluster", block.group),
-            score,
-            column("detail", block.detail),
-        ]
-    )
+        yield _json_list(flags[name])
 
 
-def encode_flags(frame: pl.DataFrame) -> dict[str, Any]:
-    """The flags table as the report stores it: one array per column, the columns with few
-    distinct values (split, code, severity, action, detail) as ``{"values", "index"}``."""
-    import polars as pl
+class FlagTable(dict):
+    """The report's row flags table (``Report.data["flags"]``), held as columns: numpy and
+    Arrow arrays, ~40 bytes a flag, not the ~300 of the report's encoding as Python lists.
 
-    out: dict[str, Any] = {"count": frame.height}
-    for name in FLAG_COLUMNS:
-        column = frame[name]
-        if name not in DICT_COLUMNS:
-            out[name] = column.to_list()
-            continue
-        distinct = sorted(column.drop_nulls().unique().to_list())
-        index = column.cast(pl.Enum(distinct)).to_physical().cast(pl.Int64)
-        if column.null_count():
-            index = index.fill_null(len(distinct))
-            distinct.append(None)
-        out[name] = {"values": distinct, "index": index.to_list()}
-    return out
+    It reads as the stored encoding (a dict: count, one list per column, the few-valued
+    columns as ``{values, index}``), built the first time anything but ``count`` is read;
+    the report's JSON, ``Report.flags()`` and the flags files are written from the columns,
+    piece by piece. Copies and pickles are plain dicts.
+    """
+
+    def __init__(self, count: int, columns: dict[str, Any]):
+        super().__init__(count=count)
+        self._columns = columns
+        self._filled = False
+
+    # -- from the columns ----------------------------------------------------------------------
+    def frame(self) -> pl.DataFrame:
+        """The table as ``Report.flags()`` returns it (what decode_flags makes of its JSON)."""
+        import polars as pl
+
+        columns = {}
+        for name in FLAG_COLUMNS:
+            dtype = getattr(pl, FLAG_SCHEMA[name])
+            value = self._columns[name]
+            if name in DICT_COLUMNS:
+                values, index = value
+                series = pl.Series(name, values, dtype=dtype)
+                columns[name] = series.gather(pl.Series(index, dtype=pl.UInt32))
+            elif name == "score":
+                columns[name] = pl.Series(name, value, dtype=dtype, nan_to_null=True)
+            elif name == "row":
+                columns[name] = pl.Series(name, value, dtype=dtype)
+            else:
+                columns[name] = pl.from_arrow(value).cast(dtype).alias(name)
+        return pl.DataFrame(columns)
+
+    def flagged_rows(self) -> int:
+        """How many distinct (split, row) pairs are flagged (the table is sorted by them)."""
+        import numpy as np
+
+        split, row = self._columns["split"][1], self._columns["row"]
+        if not row.size:
+            return 0
+        changes = (split[1:] != split[:-1]) | (row[1:] != row[:-1])
+        return 1 + int(np.count_nonzero(changes))
+
+    def column_json(self, name: str) -> Iterator[str]:
+        """``json.dumps(self[name], separators=(",", ":"))`` in pieces of _CHUNK values."""
+        value = self._columns[name]
+        if name in DICT_COLUMNS:
+            values, index = value
+            yield f'{{"values":{_json_list(values)},"index":'
+            yield from self._pieces(index, lambda part: part.tolist())
+            yield "}"
+            return
+        yield from self._pieces(value, self._decoder(name))
+
+    def _pieces(self, array: Any, decode: Any) -> Iterator[str]:
+        yield "["
+        for at in range(0, len(array), _CHUNK):
+            piece = _json_list(decode(array[at : at + _CHUNK]))
+            yield ("," if at else "") + piece[1:-1]
+        yield "]"
+
+    @staticmethod
+    def _decoder(name: str) -> Any:
+        if name == "score":
+            return lambda part: [None if v != v else v for v in part.tolist()]
+        if name == "row":
+            return lambda part: part.tolist()
+        return lambda part: part.to_pylist()
+
+    def _encoded(self, name: str) -> Any:
+        value = self._columns[name]
+        if name in DICT_COLUMNS:
+            return {"values": list(value[0]), "index": value[1].tolist()}
+        return self._decoder(name)(value)
+
+    # -- as the stored dict ----------------------------------------------------------------------
+    def _fill(self) -> None:
+        if not self._filled:
+            self._filled = True
+            dict.update(self, {name: self._encoded(name) for name in FLAG_COLUMNS})
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "count":
+            self._fill()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key != "count":
+            self._fill()
+        return dict.get(self, key, default)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self._fill()
+        return dict, (dict(dict.items(self)),)
+
+    def __repr__(self) -> str:
+        return f"FlagTable({dict.__getitem__(self, 'count')} flags)"
+
+
+def _filled(method: str) -> Any:
+    def call(self: FlagTable, *args: Any, **kwargs: Any) -> Any:
+        self._fill()
+        return getattr(dict, method)(self, *args, **kwargs)
+
+    call.__name__ = method
+    return call
+
+
+for _method in (
+    "__contains__", "__eq__", "__ne__", "__iter__", "__len__", "__setitem__", "__delitem__",
+    "__or__", "__ior__", "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
+    "update", "clear",
+):  # fmt: skip
+    setattr(FlagTable, _method, _filled(_method))
 
 
 def decode_flags(stored: dict[str, Any]) -> pl.DataFrame:

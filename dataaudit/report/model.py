@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write, atomic_write_text, writes_stdout
+from .._io import _SURROGATE, atomic_write, atomic_write_text, writes_stdout
 from ..errors import GateFailed, InputError
 from ..rule import Flags, RuleOutcome, Severity, Status
 from ..wording import plural
 from .escape import shorten
-from .flags import FLAG_COLUMNS, collect_flags, decode_flags, encode_flags, flags_format
+from .flags import FLAG_COLUMNS, FlagTable, column_json, decode_flags, flag_table, flags_format
 from .load import check_report, read_json
 from .schema import SCHEMA_VERSION
 
@@ -83,6 +83,26 @@ def _result_dict(
     )
     out["findings"] = findings
     return out
+
+
+#: characters of a report's JSON written at a time (its flags make it large)
+_SLICE = 1 << 20
+
+
+def _write_text(path: str | Path, text: str) -> None:
+    """``atomic_write_text(path, text + "\\n")`` without copying a large text twice more (the
+    added newline, its whole UTF-8 encoding): written a slice at a time."""
+    if len(text) <= _SLICE or writes_stdout(path):
+        atomic_write_text(path, text + "\n")
+        return
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for at in range(0, len(text), _SLICE):  # lone surrogates: U+FFFD, as atomic_write_text
+                fh.write(_SURROGATE.sub("\ufffd", text[at : at + _SLICE]))
+            fh.write("\n")
+
+    atomic_write(path, write)
 
 
 def _status(severities: list[str], fail_on: Severity) -> str:
@@ -204,7 +224,7 @@ class Report:
         if stopped:  # the rules that were running are errors; say why the data is partial
             reasons.insert(0, f"the scan stopped before the end of the input: {_short(stopped)}")
         passed = not reasons
-        flags = collect_flags(outcomes)
+        flags = flag_table(outcomes)
         splits = {
             name: {
                 "kind": ctx.splits[name].kind,
@@ -244,7 +264,7 @@ class Report:
             "summary": {
                 "rules": len(results),
                 **counts,
-                "flagged_rows": flags.select("split", "row").n_unique(),
+                "flagged_rows": flags.flagged_rows(),
                 "suppressed": suppressed,
                 "partial_coverage": partial_coverage(results),
             },
@@ -264,9 +284,9 @@ class Report:
                 engine
                 or {"name": "local", "version": None, "nodes": 1, "cpus": os.cpu_count() or 1}
             ),
-            "flags": encode_flags(flags),
+            "flags": flags,
         }
-        if timings is not None:  # building this (the flags table: polars' import) is a stage too
+        if timings is not None:  # building this (the flags table) is a stage too
             stages = data["timings"]["stages"] = dict(data["timings"]["stages"])
             stages["report"] = round(time.perf_counter() - started, 6)
         return cls(data)
@@ -359,6 +379,8 @@ class Report:
                 f"flags (reports do from schema 1.2 on); audit the data again with this version "
                 "of dataaudit."
             )
+        if isinstance(stored, FlagTable):  # built here: decoded from its columns
+            return stored.frame()
         return decode_flags(stored)
 
     def apply(
@@ -396,17 +418,16 @@ class Report:
         text = json.dumps(data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False)
         if flags is not None:
             pad = " " * indent
-            lines = [f"{pad}{pad}{json.dumps('count')}: {flags['count']}"] + [
-                f"{pad}{pad}{json.dumps(name)}: "
-                + json.dumps(
-                    flags[name], ensure_ascii=False, separators=(",", ":"), allow_nan=False
-                )
-                for name in FLAG_COLUMNS
-            ]
-            body = ",\n".join(lines)
-            text = text[: text.rindex("}")].rstrip() + f',\n{pad}"flags": {{\n{body}\n{pad}}}\n}}'
+            pieces = [text[: text.rindex("}")].rstrip(), f',\n{pad}"flags": {{\n']
+            pieces.append(f"{pad}{pad}{json.dumps('count')}: {flags['count']}")
+            for name in FLAG_COLUMNS:  # a column at a time, in pieces: never one Python list
+                pieces.append(f",\n{pad}{pad}{json.dumps(name)}: ")
+                pieces.extend(column_json(flags, name))
+            pieces.append(f"\n{pad}}}\n}}")
+            text = "".join(pieces)
+            del pieces
         if path is not None:
-            atomic_write_text(path, text + "\n")
+            _write_text(path, text)
         return text
 
     def write_flags(self, path: str | Path) -> Path:

@@ -191,33 +191,3 @@ def test_a_bad_block_is_refused_naming_its_field(field, value, message):
 def test_rows_must_be_integers():
     with pytest.raises(ValueError, match="rows: expected a sequence of ints"):
         Flags().add("train", [1.5])
-
-
-def test_the_table_is_sorted_and_unique_as_unique_then_sort_made_it():
-    import random
-
-    import polars as pl
-
-    from dataaudit.report.flags import _FLAG_ORDER, FLAG_SCHEMA, _sorted_unique
-
-    rng = random.Random(0)
-    choices = {
-        "split": ["train", "test", None],
-        "row": [1, 2, 30, None],
-        "id": ["a", "b", None],
-        "code": ["DUP001", "LEN002"],
-        "severity": ["warn", "info"],
-        "action": ["drop", "keep"],
-        "cluster": ["1", "10", "9", None],
-        "score": [0.5, 1.0, None, 0.0],
-        "detail": ["x", "y", None],
-    }
-    for _ in range(200):
-        n = rng.randrange(0, 60)
-        frame = pl.DataFrame(
-            {
-                name: pl.Series(name, [rng.choice(v) for _ in range(n)], getattr(pl, kind))
-                for (name, kind), v in zip(FLAG_SCHEMA.items(), choices.values())
-            }
-        )
-        assert _sorted_unique(frame).equals(frame.unique().sort(_FLAG_ORDER, nulls_last=False))
