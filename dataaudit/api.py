@@ -11,6 +11,7 @@ from . import engine as _engine
 from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
 from .corpus import load_corpus
+from .engine import prepass as _prepass
 from .errors import ConfigError, close_matches
 from .registry import RuleSet, load_rules, required_codes, select_rules, with_extra_rules
 from .report import Report
@@ -187,6 +188,9 @@ def audit(
     batches = corpus.stream(cfg.batch_size)
     if watch is not None:  # ids, row counts and the label set, checked right after the scan
         batches = watch.watch(batches)
+    # rules that index a few splits first (the eval side): one read of those, before the scan
+    plan = _prepass.plan(state, ctx)
+    first = (plan, _prepass.stream(corpus, plan.splits, cfg.batch_size)) if plan else None
     remote = None
     if engine == "ray":  # the rule states stay on the cluster until each rule finishes there
         from .engine.ray import scan_ray
@@ -200,17 +204,28 @@ def audit(
             address=ray_address,
             progress=progress,
             total_rows=total,
+            prepass_input=first,
         )
     elif cfg.workers > 1:
         _engine.scan_parallel(
-            state, batches, ctx, workers=cfg.workers, progress=progress, total_rows=total
+            state,
+            batches,
+            ctx,
+            workers=cfg.workers,
+            progress=progress,
+            total_rows=total,
+            prepass_input=first,
         )
     else:
+        if first is not None:
+            _prepass.run_local(state, *first, ctx, progress=progress)
         _engine.scan(state, batches, ctx, progress=progress, total_rows=total)
     _check_not_empty(state)
     if watch is not None and state.stopped is None:
         watch.check()
-    stages["scan"], clock = time.perf_counter() - clock, time.perf_counter()
+    if plan:  # the prepass is its own stage (the engines ran it first)
+        stages["prepass"] = plan.seconds
+    stages["scan"], clock = time.perf_counter() - clock - plan.seconds, time.perf_counter()
     if reference is not None:
         # the drift rules that ran compare with the reference's sketches at finish
         from .resources.reference import build_reference

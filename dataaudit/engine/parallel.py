@@ -21,6 +21,7 @@ import pyarrow as pa
 from ..context import AuditContext
 from ..identity import SplitIdentity
 from ..rule import Severity
+from . import prepass
 from .local import scan
 from .progress import Progress
 from .state import RULE_FAILURES, RuleRun, ScanState, Timings, error_message, start_run
@@ -64,17 +65,30 @@ def _init_worker(rules: list[tuple[bytes | None, Severity]], ctx: bytes) -> None
         _WORKER["rules"].append((rule, severity))
 
 
+def _use_prepared(path: str | None) -> None:
+    """The prepass values of this scan (a file the parent wrote once), loaded into the
+    worker's context once per process, not shipped with every chunk."""
+    if path is None or _WORKER.get("prepared") == path:
+        return
+    with open(path, "rb") as f:
+        prepass.attach(_WORKER["ctx"], pickle.load(f))
+    _WORKER["prepared"] = path
+
+
 def _fold_chunk(
     chunk: list[tuple[str, int, pa.RecordBatch]],
     active: list[bool],
     spill: str | None = None,
+    prepared: str | None = None,
 ) -> ScanState:
     """Fold a chunk into fresh states of the active rules; states travel back pickled, one by
     one, so a state that cannot be pickled is an error of its rule, not of the chunk. Keyed
     rules' rows go to ``spill``: a folder (the parent's on-disk partitions), or "memory" (kept
-    in ``state.spill`` for the caller: the Ray engine returns them to the object store)."""
+    in ``state.spill`` for the caller: the Ray engine returns them to the object store).
+    ``prepared``: the file of the prepass values (see :func:`_use_prepared`)."""
     if "fatal" in _WORKER:
         raise RuntimeError(_WORKER["fatal"])
+    _use_prepared(prepared)
     ctx: AuditContext = _WORKER["ctx"]
     runs = []
     for i, ((rule, severity), on) in enumerate(zip(_WORKER["rules"], active)):
@@ -105,6 +119,115 @@ def _fold_chunk(
                 run.error = _not_sendable("state", exc)
         run.rule = None  # type: ignore[assignment]  # the parent has the rule; don't pickle it back
     return state
+
+
+def _prepass_chunk(
+    chunk: list[tuple[str, int, pa.RecordBatch]], wants: dict[int, frozenset[str]]
+) -> tuple[dict[int, bytes], dict[int, str], dict[int, float]]:
+    """Fold a chunk of the prepass splits into fresh prepass states of the rules in ``wants``:
+    their states pickled, their errors, their seconds (rule index -> each)."""
+    if "fatal" in _WORKER:
+        raise RuntimeError(_WORKER["fatal"])
+    ctx: AuditContext = _WORKER["ctx"]
+    runs = [RuleRun(rule, severity) for rule, severity in _WORKER["rules"]]
+    errors: dict[int, str] = {}
+    for i in wants:
+        if runs[i].rule is None:
+            errors[i] = _WORKER["errors"].get(i) or _not_sendable("rule", ValueError("not sent"))
+            runs[i].error = errors[i]
+    pres = prepass.start(runs, wants, ctx)
+    prepass.fold(runs, wants, pres, chunk, ctx)
+    blobs: dict[int, bytes] = {}
+    for i, pre in pres.items():
+        try:
+            blobs[i] = pickle.dumps(pre, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            runs[i].error = _not_sendable("state", exc).replace("state", "prepass state", 1)
+    for i in wants:
+        if runs[i].error is not None:
+            errors[i] = runs[i].error
+            blobs.pop(i, None)
+    return blobs, errors, {i: runs[i].phases.get("prepass", 0.0) for i in wants}
+
+
+def _absorb_prepass(
+    state: ScanState,
+    pres: dict[int, Any],
+    part: tuple[dict[int, bytes], dict[int, str], dict[int, float]],
+) -> None:
+    """A worker's prepass part merged into ``pres`` (parts come in input order)."""
+    blobs, errors, seconds = part
+    for i, sec in seconds.items():
+        state.runs[i].charge("prepass", sec)
+    for i, message in errors.items():
+        if state.runs[i].active:
+            state.runs[i].error, state.runs[i].state = message, None
+        pres.pop(i, None)
+    loaded = {}
+    for i, blob in blobs.items():
+        if i not in pres or not state.runs[i].active:
+            continue
+        try:
+            loaded[i] = pickle.loads(blob)
+        except Exception as exc:
+            state.runs[i].error = (
+                f"the rule's prepass state from a worker process cannot be loaded: "
+                f"{error_message(exc)}"
+            )
+            state.runs[i].state = None
+            pres.pop(i)
+    prepass.absorb(state.runs, pres, loaded)
+
+
+def _prepass_in_pool(
+    pool: Any,
+    state: ScanState,
+    plan: prepass.Plan,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    ctx: AuditContext,
+    workers: int,
+    chunk_rows: int,
+    progress: bool,
+) -> None:
+    """The prepass in the pool's workers: chunks of the plan's splits fold there, merge here
+    in input order, and finish here (the values go into ``ctx.resources``)."""
+    from collections import deque
+    from concurrent.futures.process import BrokenProcessPool
+
+    t0 = time.perf_counter()
+    pres = prepass.start(state.runs, plan.wants, ctx)
+    bar = Progress(progress, plan.rows, "prepass")
+    pending: deque = deque()
+
+    def absorb_oldest() -> None:
+        future, done = pending.popleft()
+        try:
+            part = future.result()
+        except Exception as exc:
+            died = isinstance(exc, BrokenProcessPool)
+            raise _PrepassFailed(
+                ("a worker process died" if died else f"a worker failed ({error_message(exc)})")
+                + f" during the prepass ({_rows_text([done])}, read first for the rules' "
+                "prepasses); the scan did not start, so this rule has no verdict. Use fewer "
+                "workers (--workers), or run with workers=1 to see which rule fails."
+            ) from None
+        _absorb_prepass(state, pres, part)
+        bar.update(sum(rb.num_rows for _, _, rb in done))
+
+    try:
+        for chunk in cut_chunks(batches, chunk_rows, {}, Timings()):
+            wants = {i: s for i, s in plan.wants.items() if i in pres}
+            if not wants:
+                break
+            pending.append((pool.submit(_prepass_chunk, chunk, wants), chunk))
+            while len(pending) >= 2 * workers:
+                absorb_oldest()
+        while pending:
+            absorb_oldest()
+    finally:
+        bar.close()
+    prepass.finish(state, pres, ctx)
+    plan.seconds += time.perf_counter() - t0
 
 
 def _absorb(state: ScanState, part: ScanState) -> None:
@@ -219,6 +342,10 @@ class _ChunkFailed(Exception):
     """A worker could not fold a chunk at all (not one rule's error)."""
 
 
+class _PrepassFailed(Exception):
+    """The prepass could not run in the workers (a worker died, a chunk failed): why."""
+
+
 def _stop_scan(
     state: ScanState, reason: str, lost: list[list[tuple[str, int, pa.RecordBatch]]]
 ) -> None:
@@ -284,6 +411,7 @@ def scan_parallel(
     chunk_rows: int | None = None,
     progress: bool = False,
     total_rows: int | None = None,
+    prepass_input: tuple[prepass.Plan, Iterable[tuple[str, pa.RecordBatch]]] | None = None,
 ) -> ScanState:
     """Like :func:`scan`, with features and rule updates in ``workers`` processes.
 
@@ -293,6 +421,9 @@ def scan_parallel(
     2 x workers chunks are in flight, so memory stays bounded by the chunk size. A worker that
     dies stops the scan: every rule still running becomes an error that says which rows were
     being folded, and the report is still built (the gate fails).
+
+    ``prepass_input``: the prepass plan and its splits' batches, folded in the same workers
+    first (:mod:`.prepass`); its values reach each worker once, in a file it loads.
     """
     from collections import deque
     from concurrent.futures.process import BrokenProcessPool
@@ -300,7 +431,7 @@ def scan_parallel(
     from ..errors import ConfigError
 
     try:
-        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+        ctx_blob = pickle.dumps(prepass.detached(ctx), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise ConfigError(
             f"workers={workers}: the audit's context or resources (tokenizer, benchmark files) "
@@ -333,14 +464,21 @@ def scan_parallel(
         _absorb(state, part)
         bar.update(sum(rb.num_rows for _, _, rb in chunk))
 
+    prepared = None
     try:
         with _spawn_pool(workers, (rules, ctx_blob)) as pool:
             # errors reading the input (InputError...) are not caught here: they end the audit
             try:
+                if prepass_input is not None and prepass_input[0]:
+                    plan, source = prepass_input
+                    _prepass_in_pool(pool, state, plan, source, ctx, workers, chunk_rows, progress)
+                prepared = _write_prepared(ctx)
                 for chunk in chunks():
                     active = [run.active for run in state.runs]
                     unsent = [chunk]
-                    pending.append((pool.submit(_fold_chunk, chunk, active, spill), chunk))
+                    pending.append(
+                        (pool.submit(_fold_chunk, chunk, active, spill, prepared), chunk)
+                    )
                     unsent = []
                     while len(pending) >= 2 * workers:
                         absorb_oldest()
@@ -366,6 +504,28 @@ def scan_parallel(
                     "workers=1.",
                     lost,
                 )
+            except _PrepassFailed as exc:
+                _stop_scan(state, str(exc), [])
     finally:
         bar.close()
+        if prepared is not None:
+            os.unlink(prepared)
     return state
+
+
+def _write_prepared(ctx: AuditContext) -> str | None:
+    """The prepass values pickled once into a file each worker process loads once (a file
+    rather than the chunks' arguments: a 100 MB value would travel with every chunk)."""
+    import tempfile
+
+    values = ctx.resources.prepasses
+    if not values:
+        return None
+    fd, path = tempfile.mkstemp(prefix="dataaudit-prepass-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(dict(values), f, protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path

@@ -15,6 +15,10 @@ The plan (the driver holds object references and row counts, never rows or rule 
   ``read_parquet``: its output blocks do not keep the files' row order (measured with Ray 2.60
   and ``preserve_order``: 1M rows in 8 files came back as blocks mixing the files' tails), and
   row ids are positions.
+- prepass (rules with ``prepass_update``, :mod:`.prepass`): their splits are read and folded
+  in tasks first, as below; the parts merge and finish on the driver, which holds the values
+  (bounded by those splits) and puts them into the object store once, with the context that
+  each worker process then fetches once (tasks get it as ``[ref]``, not resolved per task).
 - fold: one task per chunk of blocks folds it into fresh rule states with the local engine's
   own code (:func:`.parallel._fold_chunk`: shared features, ``rule.update``, a rule that raises
   is that rule's error); rules and context are unpickled once per worker process.
@@ -46,10 +50,10 @@ import pyarrow as pa
 from ..errors import ConfigError, DataAuditError, InputError
 from ..identity import SplitIdentity
 from ..inputs.notes import InputLog, InputNote
-from . import keyed, parallel
+from . import keyed, parallel, prepass
 from .progress import Progress
 from .reportable import check_result
-from .state import RULE_FAILURES, RuleRun, ScanState, error_message
+from .state import RULE_FAILURES, RuleRun, ScanState, Timings, error_message
 
 if TYPE_CHECKING:
     from ..context import AuditContext
@@ -163,11 +167,33 @@ def describe(ray: Any) -> dict[str, Any]:
 
 
 # -- worker side --------------------------------------------------------------------------------
-def _load(key: str, rules: list, ctx_blob: bytes) -> None:
-    """The rules and context of this audit in this worker process, loaded once per process."""
+def _load(key: str, rules: list, ctx_blob: bytes | list) -> None:
+    """The rules and context of this audit in this worker process, loaded once per process.
+    ``ctx_blob``: the pickled context, or ``[ref]`` of it in the object store (a reference
+    nested in a list is not fetched for every task: the context, with the prepass values,
+    is fetched here once per process and key)."""
     if parallel._WORKER.get("key") != key:
+        if isinstance(ctx_blob, list):
+            import ray
+
+            ctx_blob = ray.get(ctx_blob[0])
         parallel._init_worker(rules, ctx_blob)
         parallel._WORKER["key"] = key
+
+
+def _prepass(
+    rules: list,
+    ctx_blob: list,
+    key: str,
+    wants: dict[int, frozenset[str]],
+    units: Any,
+    batch_size: int,
+    *chunk: Any,
+) -> Any:
+    """One chunk of the prepass splits into the rules' prepass states (as with workers=N);
+    ``units`` and ``chunk`` as :func:`_fold`'s."""
+    _load(key, rules, ctx_blob)
+    return parallel._prepass_chunk(_chunk_batches(units, batch_size, chunk), wants)
 
 
 def _read_units(
@@ -347,6 +373,28 @@ class _Layout:
     start: int = 0
 
 
+def _chunk_batches(
+    units: list[tuple[str, int, Any, list[int]]] | _Layout | None, batch_size: int, chunk: Any
+) -> list[tuple[str, int, pa.RecordBatch]]:
+    """A fold task's (split, first row, batch) triples: ``chunk[0]`` itself (the driver
+    streamed it), a worker's read shaped as the driver decided (``_Layout``), or Parquet row
+    groups read here."""
+    if units is None:
+        return chunk[0]
+    if isinstance(units, _Layout):
+        from ..inputs.shape import with_nulls
+
+        return [
+            (split, row, with_nulls(rb, fields))
+            for (split, row, fields), rb in zip(
+                units.batches,
+                chunk[0][units.start : units.start + len(units.batches)],
+                strict=True,
+            )
+        ]
+    return _read_units(units, batch_size)
+
+
 def _fold(
     rules: list,
     ctx_blob: bytes,
@@ -361,21 +409,7 @@ def _fold(
     With keyed rules (``shuffle``: their index and partitions), their rows of this chunk come
     back too, one return value per rule and partition: the shuffle's map side."""
     _load(key, rules, ctx_blob)
-    if units is None:
-        batches = chunk[0]
-    elif isinstance(units, _Layout):  # a worker's read: shaped as the driver decided
-        from ..inputs.shape import with_nulls
-
-        batches = [
-            (split, row, with_nulls(rb, fields))
-            for (split, row, fields), rb in zip(
-                units.batches,
-                chunk[0][units.start : units.start + len(units.batches)],
-                strict=True,
-            )
-        ]
-    else:
-        batches = _read_units(units, batch_size)
+    batches = _chunk_batches(units, batch_size, chunk)
     part = parallel._fold_chunk(batches, active, "memory" if shuffle else None)
     if not shuffle:
         return part
@@ -517,6 +551,10 @@ def _finish_rule(
     ``after``: the results of the rules it finishes after (``Rule.after``), as ``ctx.results``."""
     _load(key, rules, ctx_blob)
     ctx = pickle.loads(ctx_final)
+    # the prepass values came once to this process, with its context, not with ctx_final
+    loaded = parallel._WORKER.get("ctx")
+    if loaded is not None and loaded.resources.prepasses:
+        prepass.attach(ctx, dict(loaded.resources.prepasses))
     for name, ident in identity.items():
         if name in ctx.splits:
             ctx.splits[name].num_rows = ident.rows
@@ -561,6 +599,7 @@ class _Tasks:
     candidates: Any = None  # the verification hop of keyed rules that verify
     join: Any = None
     verify: Any = None
+    prepass: Any = None
 
 
 def _tasks(ray: Any) -> _Tasks:
@@ -575,6 +614,7 @@ def _tasks(ray: Any) -> _Tasks:
         candidates=ray.remote(**opts)(_candidates),
         join=ray.remote(**opts)(_join),
         verify=ray.remote(**opts)(_verify),
+        prepass=ray.remote(**opts)(_prepass),
     )
 
 
@@ -631,7 +671,8 @@ class RayScan:
             return
         # the context as it is now: the input notes of the whole stream, the reference sketches
         try:
-            final = ray.put(pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL))
+            detached = prepass.detached(ctx)  # the workers have the prepass values
+            final = ray.put(pickle.dumps(detached, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception as exc:
             raise ConfigError(
                 f"engine='ray': the audit's context cannot be sent to the cluster ({exc})"
@@ -956,20 +997,24 @@ def scan_ray(
     chunk_rows: int | None = None,
     progress: bool = False,
     total_rows: int | None = None,
+    prepass_input: tuple[prepass.Plan, Iterable[tuple[str, pa.RecordBatch]]] | None = None,
 ) -> RayScan:
     """Fold the corpus into every active rule on Ray; the rule states stay on the cluster.
 
     ``state`` gets each rule's errors and phases, the splits' identity and the timings; call
     :meth:`RayScan.finish` for the results. ``batches``: the driver's stream to fold instead of
     reading the files on the cluster (when the driver must see every row, e.g. to check
-    predictions against them).
+    predictions against them). ``prepass_input``: the prepass plan and its splits' stream
+    (used only when the scan would stream too), read and folded in tasks, merged and finished
+    on the driver, which then holds the values (bounded by those splits: the eval side), and
+    put into the object store once with the context.
     """
     ray = connect(address)
     if state.spill is not None:  # keyed rows shuffle through the object store, not this disk
         state.spill.remove()
         state.spill = None
     try:
-        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+        ctx_blob = pickle.dumps(prepass.detached(ctx), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise ConfigError(
             f"engine='ray': the audit's context or resources (tokenizer, benchmark files) "
@@ -979,8 +1024,19 @@ def scan_ray(
     rules = parallel._sendable_rules(state)
     key = hashlib.sha256(ctx_blob + pickle.dumps(rules)).hexdigest()
     tasks = _tasks(ray)
-    scan = RayScan(ray, tasks, ray.put(rules), ray.put(ctx_blob), key, engine=describe(ray))
+    scan = RayScan(ray, tasks, ray.put(rules), [ray.put(ctx_blob)], key, engine=describe(ray))
     cpus = max(1, scan.engine["cpus"])
+    if prepass_input is not None and prepass_input[0]:
+        on_workers = batches is None
+        first, source = prepass_input
+        args = (ctx, cpus, progress, corpus, batch_size, on_workers)
+        if not _prepass_on_ray(scan, state, first, source, *args):
+            return scan
+    if ctx.resources.prepasses:  # one object: the context with the values, once per worker
+        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+        scan.key = key = hashlib.sha256(ctx_blob + pickle.dumps(rules)).hexdigest()
+        scan.ctx_ref = [ray.put(ctx_blob)]
+        del ctx_blob
     plan = _parquet_plan(corpus) if batches is None else None
     files = _files_plan(corpus) if batches is None and plan is None else None
     if chunk_rows is None:
@@ -1062,6 +1118,82 @@ def scan_ray(
         bar.close()
     _absorb_summary(state, summary)
     return scan
+
+
+def _prepass_on_ray(
+    scan: RayScan,
+    state: ScanState,
+    plan: prepass.Plan,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    ctx: AuditContext,
+    cpus: int,
+    progress: bool,
+    corpus: Corpus,
+    batch_size: int,
+    on_workers: bool,
+) -> bool:
+    """The prepass: its splits are read as the scan reads them (``on_workers``: Parquet row
+    groups or files read in tasks; else ``batches``, streamed by the driver), fold in tasks,
+    merge here in input order and finish here, into ``ctx.resources``. The reads go to a view
+    of the corpus with its own input log and files list: the scan records those. False when a
+    task failed after Ray's retries (the scan is stopped)."""
+    ray = scan.ray
+    t0 = time.perf_counter()
+    pres = prepass.start(state.runs, plan.wants, ctx)
+    chunk_rows = parallel.default_chunk_rows(plan.rows, cpus)
+    pending: deque[tuple[Any, int]] = deque()
+    bar = Progress(progress, plan.rows, "prepass on ray")
+
+    def absorb_oldest() -> None:
+        ref, rows = pending.popleft()
+        try:
+            part = ray.get(ref)
+        except Exception as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, DataAuditError):  # a file the workers could not read
+                raise cause from None
+            raise _ReadFailed(
+                f"a prepass task failed on the cluster after {MAX_RETRIES} retries "
+                f"({_ray_error(exc)}); the scan did not start, so this rule has no verdict. "
+                "Check the cluster's logs, or run with the local engine."
+            ) from None
+        parallel._absorb_prepass(state, pres, part)
+        bar.update(rows)
+
+    def submit(units: Any, chunk: list[Any], rows: int) -> None:
+        wants = {i: s for i, s in plan.wants.items() if i in pres}
+        if wants:
+            ref = scan.tasks.prepass.remote(
+                scan.rules_ref, scan.ctx_ref, scan.key, wants, units, batch_size, *chunk
+            )
+            pending.append((ref, rows))
+        while len(pending) >= 2 * cpus:
+            absorb_oldest()
+
+    view = prepass.view(corpus, plan.splits)
+    parquet = _parquet_plan(view) if on_workers else None
+    files = _files_plan(view) if on_workers and parquet is None else None
+    try:
+        if parquet is not None:
+            for units, rows in _grouped(_parquet_units(view, parquet, state), chunk_rows):
+                submit(units, [], rows)
+        elif files is not None:
+            _read_on_workers(scan, view, files, state, batch_size, cpus, submit)
+            if state.stopped is not None:
+                return False
+        else:
+            for chunk in parallel.cut_chunks(batches, chunk_rows, {}, Timings()):
+                submit(None, [ray.put(chunk)], sum(rb.num_rows for _, _, rb in chunk))
+        while pending:
+            absorb_oldest()
+    except _ReadFailed as exc:
+        parallel._stop_scan(state, str(exc), [])
+        return False
+    finally:
+        bar.close()
+    prepass.finish(state, pres, ctx)
+    plan.seconds += time.perf_counter() - t0
+    return True
 
 
 #: bytes of files a read task reads: about 4 tasks per CPU within these bounds (whole files:

@@ -4,7 +4,10 @@
 - ``reference``: :class:`ReferenceSketches` of ``reference=`` (None without one), built between
   the scan and ``finish``;
 - ``benchmarks``: the ``contamination_ref`` files, read once (:class:`Benchmark`);
-- ``predictions``: a model's :class:`Predictions` (None without them), for the EVAL rules.
+- ``predictions``: a model's :class:`Predictions` (None without them), for the EVAL rules;
+- ``prepasses``: each prepass rule's broadcast value (``Rule.prepass_finish``), by rule code,
+  set by the engine after the prepass (:mod:`dataaudit.engine.prepass`); read it with
+  :meth:`Resources.prepared`.
 
 They are typed attributes, never private keys of a dict, and they pickle: the parallel engine
 sends them to each worker process once (as a Ray engine will), and a worker never reads a
@@ -15,7 +18,7 @@ scan, the benchmark reader) sit above the rules and the engine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +45,14 @@ class Resources:
     reference: ReferenceSketches | None = None
     benchmarks: tuple[Benchmark, ...] = ()
     predictions: Predictions | None = None
+    #: rule code -> its prepass's value; the engines ship it once per worker, apart from the
+    #: rest of the context (engine.prepass.detached), so it is not in the comparison or repr
+    prepasses: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def prepared(self, code: str) -> Any:
+        """The value rule ``code``'s prepass broadcast (``prepass_finish``); None when no
+        prepass ran for it (no prepass splits, or an engine without prepasses)."""
+        return self.prepasses.get(code)
 
     def tokenizer_named(self, key: str) -> TokenizerHandle:
         """The tokenizer a rule names by its key (states keep the key, not the tokenizer)."""

@@ -47,7 +47,9 @@ def test_every_stage_has_a_bar_and_finishing_names_each_rule_in_order(
     bars, fixtures_dir, reference
 ):
     report = audit(fixtures_dir / "classification", reference=reference, progress=True)
-    scan, ref, fin = bars
+    pre, scan, ref, fin = bars
+    # LEAK002 indexes the eval splits first (validation and test: 300 rows), then the scan
+    assert (pre.descs, pre.unit, pre.n) == (["prepass"], "rows", 300)
     assert (scan.descs, scan.unit, scan.n) == (["scanning"], "rows", 900)  # JSONL: no total
     assert (ref.descs, ref.unit, ref.total, ref.n) == (["scanning the reference"], "rows", 150, 150)
     ran = [r for r in report.to_dict()["results"] if r["status"] != "skipped"]

@@ -104,17 +104,21 @@ def test_parquet_row_groups_are_read_on_the_workers_with_their_row_ids(
 ):
     from dataaudit.engine import ray as ray_engine
 
-    units: list[tuple[str, int, int]] = []
+    calls: list[list[tuple[str, int, int]]] = []
     plan = ray_engine._parquet_units
 
     def counted(*args):
+        calls.append([])
         for split, row, path, groups, rows in plan(*args):
-            units.append((split, row, rows))
+            calls[-1].append((split, row, rows))
             yield split, row, path, groups, rows
 
     monkeypatch.setattr(ray_engine, "_parquet_units", counted)
     data = _split_parquet(fixtures_dir, tmp_path)
     report = _same(data, select=["ALL"], batch_size=50)
+    # the leakage rules' prepass read the eval splits' row groups on the workers first
+    prepass, units = calls
+    assert {s for s, _, _ in prepass} == {"validation", "test"}
     # the driver planned row groups (37 rows) from the footers; the workers read them
     assert {s for s, _, _ in units} == {"train", "validation", "test"}
     for split in ("train", "validation", "test"):
