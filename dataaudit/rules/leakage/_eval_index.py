@@ -46,7 +46,7 @@ class EvalIndex:
     exact_keys: np.ndarray  # uint64 distinct nonzero keys, ascending
     exact_first: np.ndarray  # int64: the first eval position holding each key
     band_keys: list[np.ndarray]  # per band: the distinct band keys of eval rows, ascending
-    band_seen: list[np.ndarray]  # per band: bool by the keys' top bits (most misses stop here)
+    band_seen: list[np.ndarray]  # per band: a bitmap of the keys' top bits (most misses stop)
     shift: int  # the bits a key is shifted right by to index band_seen
     band_start: np.ndarray  # int64 (bands + 1): global bucket id of each band's first key
     members: np.ndarray  # int64 eval positions, bucket by bucket, ascending in each
@@ -93,7 +93,7 @@ def build_index(
         band_keys.append(distinct)
         seen = np.zeros(1 << bits, bool)
         seen[(distinct >> np.uint64(shift)).astype(_I64)] = True
-        band_seen.append(seen)
+        band_seen.append(np.packbits(seen, bitorder="little"))  # 2 bytes a row and band
         band_start[band + 1] = band_start[band] + len(distinct)
         buckets_of[valid, band] = band_start[band] + inverse
         o = np.lexsort((valid, inverse))
@@ -307,7 +307,8 @@ def probe(
         bk = index.band_keys[band]
         if not len(bk):
             continue
-        maybe = np.flatnonzero(index.band_seen[band][(keys >> np.uint64(index.shift)).astype(_I64)])
+        top = (keys >> np.uint64(index.shift)).astype(_I64)
+        maybe = np.flatnonzero((index.band_seen[band][top >> 3] >> (top & 7).astype(np.uint8)) & 1)
         at = np.minimum(np.searchsorted(bk, keys[maybe]), len(bk) - 1)
         hit = bk[at] == keys[maybe]
         got_b.append(index.band_start[band] + at[hit])

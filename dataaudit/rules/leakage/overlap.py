@@ -31,7 +31,7 @@ from ._eval_index import (
 
 MAX_MATCHES = 5  #: train rows a finding names
 #: eval rows (all eval sides together) up to which they are indexed and broadcast to the
-#: workers (~1.5 KB a row with 128 permutations and exact verification: ~300 MB at the cap);
+#: workers (~1.6 KB a row pickled, 128 permutations, exact verification, docs text: ~320 MB at the cap);
 #: above it the in-process search runs, as without a prepass
 MAX_EVAL_ROWS = 200_000
 
@@ -65,7 +65,7 @@ class TrainEvalOverlap(Rule):
         ``drop``.
 
         Memory: the eval splits are read first (a prepass) and indexed (exact keys, LSH band
-        buckets, signatures and shingle sets: ~1.5 KB a row); the index is broadcast to the
+        buckets, signatures and shingle sets: ~1.6 KB a row); the index is broadcast to the
         workers and train streams against it, keeping only the train rows that match (and the
         10 smallest rows of each eval bucket). Memory follows the eval side, not train.
         Above 200,000 eval rows, or on an engine without a prepass, every row of both sides
