@@ -31,8 +31,8 @@ from ._eval_index import (
 
 MAX_MATCHES = 5  #: train rows a finding names
 #: eval rows (all eval sides together) up to which they are indexed and broadcast to the
-#: workers (~1.6 KB a row pickled, 128 permutations, exact verification, docs text: ~320 MB at the cap);
-#: above it the in-process search runs, as without a prepass
+#: workers (~1.6 KB a row pickled with 128 permutations and exact verification, on docs text:
+#: ~320 MB at the cap); above it the in-process search runs, as without a prepass
 MAX_EVAL_ROWS = 200_000
 
 
