@@ -59,6 +59,14 @@ def _seen(sorted_set: np.ndarray, x: np.ndarray) -> np.ndarray:
     return seen
 
 
+def in_sorted(sorted_set: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Which elements of the sorted ``x`` are in the sorted ``sorted_set`` (a bool mask): the
+    block-by-block lookup of :class:`NgramIndex`, ~5x faster than ``np.searchsorted`` of
+    every element when the set is larger than the cache (800k lookups in a 10M set: 40 ms
+    with the sort vs 170-920 ms)."""
+    return _seen(sorted_set, x)
+
+
 def _not_in(sorted_set: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Elements of the sorted ``x`` that are not in ``sorted_set``, compacted into ``x`` itself
     (consumed; no second copy of it)."""

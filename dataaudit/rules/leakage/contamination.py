@@ -13,7 +13,7 @@ from ...features import Batch
 from ...features.minhash import ngram_hashes, words_only
 from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
 from ...sketches.minhash import Shingles
-from ...sketches.ngram_index import NgramIndex
+from ...sketches.ngram_index import NgramIndex, in_sorted
 from ...sketches.state import PerSplit
 from ...wording import noun, plural
 from .._columns import append
@@ -22,6 +22,8 @@ from .._origin import check_origin, state_origin
 
 U64 = np.uint64
 ZSTD_LEVEL = 3  # eval text: about a third of its size for prose, ~150 MB/s
+#: an exact set never turns into a Bloom filter: the eval side's is capped by its own check
+_UNBOUNDED = 1 << 62
 
 
 def _pack(text: pa.Array) -> bytes:
@@ -95,23 +97,36 @@ class NgramContamination(Rule):
         ``text`` column) every benchmark item that shares an n-gram with any split is reported,
         with the dataset rows and spans. Rows with fewer than ``ngram`` words are not checked.
 
+        How: the eval splits are read first (the engine's prepass) and their distinct n-grams
+        are broadcast to every worker as one sorted array; train batches stream through it and
+        each worker keeps only the eval n-grams train has, merged by union (as datatrove's
+        ``NGramsDecontIndexer`` -> ``NGramsDecontFilter``). ``finish`` hashes the eval text again
+        and matches it against those. ``details.index.mode`` says which index ran:
+        ``eval-index`` (sizes: ``eval_ngrams``, ``shared_ngrams``), or ``train-index``, the
+        previous way (every distinct train n-gram indexed), when the eval side has more than
+        ``max_index_ngrams`` distinct n-grams (``why`` says so) or the engine runs no prepass.
+
         Flags: a contaminated eval row has the action ``review`` (a shared 13-gram can be a
         quotation or boilerplate; the eval row stays) and its longest shared span in words as
-        score. The train rows it shares n-grams with are not flagged: the train index keeps
-        n-gram hashes only, not their rows, to stay within the memory bound below. Rows that
+        score. The train rows it shares n-grams with are not flagged: only n-gram hashes are
+        kept, not their rows, to stay within the memory bound below. Rows that
         share an n-gram with a benchmark item are flagged in the cluster ``ref:FILE:ROW`` of
         that item: train rows with the action ``drop`` (decontamination against the
         benchmark), rows of other splits with ``review``.
 
-        Memory: the train n-grams go into an index that is exact, 8 bytes per distinct n-gram,
-        up to ``max_index_ngrams`` (400 MB at the default), and a Bloom filter of ``bloom_mb``
-        above (4 probes; its false-positive rate is reported): at most ``8 B x max_index_ngrams``,
-        or ``bloom_mb`` once it is a filter; both (~0.9 GB at the defaults) only while it
-        switches. The filter bounds the memory, not the error: at 512 MB its false-positive
-        rate per n-gram is 6e-5 at 100M distinct train n-grams, 8e-4 at 200M and 2e-2 at 500M,
-        so an eval row of 100 n-grams matches by chance with probability 0.6%, 8% and 86%
-        (``details.index.false_positive_rate`` reports it); keeping it below 1e-4 takes ~5
-        bytes per n-gram, so past a few hundred million train words raise ``bloom_mb``.
+        Memory (eval-index): bounded by the eval side, whatever the size of train, and exact:
+        8 bytes per distinct eval n-gram for the broadcast array, held once by each worker
+        process (and by the driver on Ray), plus up to as much again for the eval n-grams
+        train has; building the array in the prepass takes about twice its size for a moment.
+        Train n-grams are not kept. A 5,000-row eval set of 200-word rows is ~1M n-grams, 8 MB.
+        Memory (train-index, the fallback): the train n-grams go into an index that is exact,
+        8 bytes per distinct n-gram, up to ``max_index_ngrams`` (400 MB at the default), and a
+        Bloom filter of ``bloom_mb`` above (4 probes; its false-positive rate is reported): at
+        most ``8 B x max_index_ngrams``, or ``bloom_mb`` once it is a filter; both (~0.9 GB at
+        the defaults) only while it switches. The filter bounds the memory, not the error: at
+        512 MB its false-positive rate per n-gram is 6e-5 at 100M distinct train n-grams, 8e-4
+        at 200M and 2e-2 at 500M, so an eval row of 100 n-grams matches by chance with
+        probability 0.6%, 8% and 86% (``details.index.false_positive_rate`` reports it).
         New n-grams wait until there are 4M (32 MB) or 1/16 of the index, whichever is
         more; folding them in takes about as much again for a moment. Eval splits keep only their
         normalized text, zstd-compressed (about a third of its size for prose); ``finish``
@@ -133,9 +148,10 @@ class NgramContamination(Rule):
 
     Options:
         ngram: words per n-gram (default 13).
-        max_index_ngrams: distinct train n-grams kept exactly before switching to a Bloom filter
-            (default 50,000,000 ~ 400 MB).
-        bloom_mb: size of that Bloom filter in MB (default 512).
+        max_index_ngrams: distinct eval n-grams broadcast at most (above, the train index
+            runs), and distinct train n-grams that index keeps exactly before switching to a
+            Bloom filter (default 50,000,000 ~ 400 MB).
+        bloom_mb: size of the train index's Bloom filter in MB (default 512).
         max_examples_per_finding: spans shown per finding (default: the audit's max_examples).
         template_share: an n-gram that train has and that at least this share of an eval
             split's distinct rows (and at least ``template_rows`` of them) share is a template
@@ -183,18 +199,58 @@ class NgramContamination(Rule):
             return "needs a train split and a validation/test split, or contamination_ref files"
         return reason
 
+    # -- prepass: the eval side's n-grams, broadcast to every worker ----------------------------
+    def prepass_splits(self, ctx: AuditContext) -> list[str]:
+        return ctx.eval_splits()  # none without a train split
+
+    def prepass_start(self, ctx: AuditContext) -> NgramIndex | None:
+        return NgramIndex(_UNBOUNDED)
+
+    def prepass_update(self, pre: NgramIndex | None, batch: Batch) -> NgramIndex | None:
+        if pre is not None:
+            pre.add(batch.feature("ngram_hashes", ngram=int(self.ngram)).hashes)
+        return self._capped(pre)
+
+    def prepass_merge(self, a: NgramIndex | None, b: NgramIndex | None) -> NgramIndex | None:
+        return None if a is None or b is None else self._capped(a.merge(b))
+
+    def prepass_finish(self, pre: NgramIndex | None, ctx: AuditContext) -> dict[str, Any]:
+        """The eval splits' distinct n-grams (sorted uint64), or None: more than
+        ``max_index_ngrams`` of them (the train index runs instead)."""
+        pre = self._capped(pre, compact=True)
+        return {"hashes": None if pre is None else pre.exact}
+
+    def _capped(self, pre: NgramIndex | None, compact: bool = False) -> NgramIndex | None:
+        """None once the eval n-grams seen are more than ``max_index_ngrams`` (a part above the
+        cap means the union is above it too: the same verdict whatever the chunks)."""
+        if pre is None:
+            return None
+        size = pre.size if compact else len(pre.exact)
+        return None if size > int(self.max_index_ngrams) else pre
+
     # -- state ---------------------------------------------------------------------------------
     def start(self, ctx: AuditContext) -> dict[str, Any]:
         n = int(self.ngram)
         for bench in ctx.resources.benchmarks:
             bench.ngrams(n)  # hashed once per audit; workers get them hashed with the context
         bits = max(64, int(self.bloom_mb) * 8 * 1024 * 1024)
+        pre = ctx.resources.prepared(self.code)
+        eval_side = None if pre is None else pre["hashes"]
+        mode = "train-index" if eval_side is None else "eval-index"
         return {
             "origin": state_origin(
-                self, ctx, benchmarks=[(b.name, b.rows) for b in ctx.resources.benchmarks]
+                self,
+                ctx,
+                benchmarks=[(b.name, b.rows) for b in ctx.resources.benchmarks],
+                mode=mode,
             ),
             "train": ctx.train_split(),
+            "mode": mode,
+            # eval-index: the eval n-grams train has (at most the eval side's); train-index:
+            # every train n-gram
             "index": NgramIndex(int(self.max_index_ngrams), bits),
+            "eval_ngrams": None if eval_side is None else len(eval_side),
+            "over_cap": pre is not None and eval_side is None,
             "hits": [],
             "splits": PerSplit(dict),
         }
@@ -206,7 +262,10 @@ class NgramContamination(Rule):
         sh: Shingles | None = None
         if train or benchmarks:
             sh = batch.feature("ngram_hashes", ngram=n)
-        if train:
+        if train and state["mode"] == "eval-index":
+            seen = np.unique(sh.hashes)
+            state["index"].add(seen[in_sorted(self._eval_side(batch), seen)])
+        elif train:
             state["index"].add(sh.hashes)
         elif state["train"] is not None:
             # not the n-gram hashes (8 bytes a word, more than the text): finish hashes again
@@ -237,6 +296,16 @@ class NgramContamination(Rule):
                     )
         return state
 
+    def _eval_side(self, batch: Batch) -> np.ndarray:
+        pre = batch.resources.prepared(self.code)
+        if pre is None or pre["hashes"] is None:
+            raise RuntimeError(
+                f"{self.code}: the state was started on the eval side's n-grams, but this "
+                "batch's resources have none (an engine must ship the prepass value with "
+                "every batch of the scan)"
+            )
+        return pre["hashes"]
+
     def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         check_origin(self, a, b)
         return {
@@ -252,13 +321,7 @@ class NgramContamination(Rule):
         shown_max = int(self.max_examples_per_finding or ctx.max_examples)
         index: NgramIndex = state["index"]
         result = RuleResult(thresholds={"ngram": n, "template_share": self.template_share})
-        details: dict[str, Any] = {
-            "index": {
-                "exact": index.size is not None,
-                "train_ngrams": index.size,
-                "false_positive_rate": index.false_positive_rate(),
-            }
-        }
+        details: dict[str, Any] = {"index": self._index_details(state, index)}
         train = state["train"]
         for split in ctx.eval_splits():
             sp = state["splits"].get(split, {})
@@ -307,6 +370,27 @@ class NgramContamination(Rule):
         self._refs(state, ctx, result, details, shown_max)
         result.details = details
         return result
+
+    def _index_details(self, state: dict[str, Any], index: NgramIndex) -> dict[str, Any]:
+        """Which index ran and its sizes: the eval side's n-grams and those train has (exact),
+        or every train n-gram (exact, or a Bloom filter and its false-positive rate)."""
+        if state["mode"] == "eval-index":
+            return {
+                "mode": "eval-index",
+                "exact": True,
+                "eval_ngrams": state["eval_ngrams"],
+                "shared_ngrams": index.size,
+                "false_positive_rate": 0.0,
+            }
+        out = {
+            "mode": "train-index",
+            "exact": index.size is not None,
+            "train_ngrams": index.size,
+            "false_positive_rate": index.false_positive_rate(),
+        }
+        if state["over_cap"]:
+            out["why"] = f"the eval splits have more than {int(self.max_index_ngrams):,} n-grams"
+        return out
 
     def _scan(self, sp, index, ctx, split, shown_max, exclude) -> dict[str, Any]:
         """One eval split against the train index, part by part: its matching rows, their

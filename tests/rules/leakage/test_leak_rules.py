@@ -47,10 +47,11 @@ def test_contamination_with_a_tiny_bloom_index_still_finds_the_overlap():
         + [{"text": " ".join(f"x{i}_{j}" for j in range(20))} for i in range(50)],
         "test": [{"text": "a b " + long}, {"text": "nothing shared here at all"}],
     }
-    cfg = {"rules": {"LEAK002": {"max_index_ngrams": 10, "bloom_mb": 1}}}
+    # the eval side has 10 n-grams, more than 5: the train index runs, a filter above 5
+    cfg = {"rules": {"LEAK002": {"max_index_ngrams": 5, "bloom_mb": 1}}}
     r = dataaudit.audit(data, select=["LEAK002"], config=cfg)
     det = r.result("LEAK002")["details"]
-    assert det["index"]["exact"] is False
+    assert det["index"]["mode"] == "train-index" and det["index"]["exact"] is False
     assert r.metric("LEAK002", "contaminated_rows", "test") == 1
 
 
