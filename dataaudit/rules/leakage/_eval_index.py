@@ -178,7 +178,13 @@ class Matches:
 
 
 def _take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
-    return arr.take(pa.array(np.asarray(idx, _I64), pa.int64()))
+    return arr.take(positions(idx))
+
+
+def positions(idx: np.ndarray) -> pa.Array:
+    """Int64 positions as Arrow from their buffer (``pa.array(ndarray)`` imports pandas)."""
+    idx = np.ascontiguousarray(idx, _I64)
+    return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
 
 
 def _cat(a: pa.Array, b: pa.Array) -> pa.Array:

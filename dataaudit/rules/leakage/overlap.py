@@ -26,6 +26,7 @@ from ._eval_index import (
     Matches,
     build_index,
     merge_matches,
+    positions,
     probe,
 )
 
@@ -476,7 +477,7 @@ def _broadcast(se: dict[str, Any], index: EvalIndex, m: Matches | None) -> Leaks
                 "the eval split changed between the two passes"
             )
         ids, snip = se.get("ids", []), se.get("snip", [])
-        take = pa.array(order)
+        take = positions(order)
         se = {
             "ids": [pa.chunked_array(ids, pa.large_string()).take(take)] if ids else [],
             "snip": [pa.chunked_array(snip, pa.large_string()).take(take)],
@@ -507,6 +508,6 @@ def _broadcast(se: dict[str, Any], index: EvalIndex, m: Matches | None) -> Leaks
         s=np.concatenate([np.ones(n_ex), m.nr_s]),
         n_exact=n_ex,
         ref_rows=lambda k: k,
-        ref_ids=lambda i: ids.take(pa.array(np.asarray(i, np.int64))).to_pylist(),
+        ref_ids=lambda i: ids.take(positions(i)).to_pylist(),
         ref_snips=snips,
     )
