@@ -247,7 +247,7 @@ def _json_list(values: list[Any]) -> str:
 def column_json(flags: Mapping[str, Any], name: str) -> Iterator[str]:
     """One column of a report's flags table as compact JSON, in pieces (``json.dumps`` of the
     stored column, separators ``,`` and ``:``)."""
-    if isinstance(flags, FlagTable):
+    if isinstance(flags, FlagTable) and flags.columnar:
         yield from flags.column_json(name)
     else:
         yield _json_list(flags[name])
@@ -267,6 +267,12 @@ class FlagTable(dict):
         super().__init__(count=count)
         self._columns = columns
         self._filled = False
+
+    @property
+    def columnar(self) -> bool:
+        """Whether its columns are what it holds: not yet read as a dict (once it is, what is
+        written to it is what it holds, and it is read as any stored table)."""
+        return not self._filled
 
     # -- from the columns ----------------------------------------------------------------------
     def frame(self) -> pl.DataFrame:

@@ -159,7 +159,7 @@ def _first_bad(values: list[Any], item: dict[str, Any]) -> int | None:
 def _check_flags(flags: Any, schema: dict[str, Any], errors: list[str]) -> None:
     """The flags table: every column an array of ``count`` valid entries (a FlagTable is
     built by the report from checked flags: not turned into lists to be checked again)."""
-    if isinstance(flags, FlagTable):
+    if isinstance(flags, FlagTable) and flags.columnar:
         return
     if not isinstance(flags, dict) or not isinstance(flags.get("count"), int):
         errors.append("$.flags: expected an object with a count and one array per column")

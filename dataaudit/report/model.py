@@ -379,7 +379,7 @@ class Report:
                 f"flags (reports do from schema 1.2 on); audit the data again with this version "
                 "of dataaudit."
             )
-        if isinstance(stored, FlagTable):  # built here: decoded from its columns
+        if isinstance(stored, FlagTable) and stored.columnar:  # built here: from its columns
             return stored.frame()
         return decode_flags(stored)
 

@@ -147,3 +147,11 @@ def test_reading_the_report_never_builds_the_flags_as_lists(tmp_path):
     loaded.write_flags(tmp_path / "loaded.csv")
     assert (tmp_path / "loaded.csv").read_bytes() == (tmp_path / "flags.csv").read_bytes()
     assert report.to_dict()["flags"] == json.loads(text)["flags"]
+
+
+def test_a_table_read_as_a_dict_writes_what_it_holds_then(tmp_path):
+    outcome = RuleOutcome(_A(), Severity.WARN, RuleResult(flags=[Flag("train", 3, "g")]))
+    report = Report({"flags": flag_table([outcome])})
+    report.data["flags"]["row"] = [4]  # read as a dict, then changed: the change counts
+    assert report.flags()["row"].to_list() == [4]
+    assert "".join(column_json(report.data["flags"], "row")) == "[4]"
