@@ -101,6 +101,26 @@ def test_the_broadcast_join_gives_the_in_process_report(monkeypatch, fixtures_di
     assert 0 < len(notice) < 85 and len(exact) >= 25
 
 
+def test_eval_sides_past_the_cap_run_the_in_process_search(monkeypatch, fixtures_dir):
+    """The JSON Lines splits' sizes are unknown before reading: the prepass reads them, stops
+    keeping rows past the cap (test + validation: 300 rows > 200) and broadcasts nothing."""
+    data = str(fixtures_dir / "classification")
+    new = _body(dataaudit.audit(data, select=["LEAK001"]))
+    monkeypatch.setattr(overlap, "MAX_EVAL_ROWS", 200)
+    kept = []
+    finish = overlap.TrainEvalOverlap.prepass_finish
+
+    def spy(rule, pre, ctx):
+        kept.append(sum(len(r) for sp in pre["splits"].values() for r in sp["rows"]))
+        return finish(rule, pre, ctx)
+
+    monkeypatch.setattr(overlap.TrainEvalOverlap, "prepass_finish", spy)
+    capped = _body(dataaudit.audit(data, select=["LEAK001"], batch_size=64))
+    assert capped["mode"] == "in-process" and capped["res"] == new["res"]
+    assert capped["flags"] == new["flags"]
+    assert kept and 0 < kept[0] <= 200  # what the prepass held: the cap at most
+
+
 @pytest.mark.slow
 def test_workers_and_chunks_do_not_change_the_broadcast_report(monkeypatch, fixtures_dir):
     from dataaudit.engine import parallel
