@@ -263,7 +263,8 @@ class NgramContamination(Rule):
         if train or benchmarks:
             sh = batch.feature("ngram_hashes", ngram=n)
         if train and state["mode"] == "eval-index":
-            seen = np.unique(sh.hashes)
+            # sorted, not np.unique: numpy 2's hash-based unique is ~6x slower on 800k hashes
+            seen = np.sort(sh.hashes)
             state["index"].add(seen[in_sorted(self._eval_side(batch), seen)])
         elif train:
             state["index"].add(sh.hashes)
