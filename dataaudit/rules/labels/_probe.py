@@ -1,7 +1,8 @@
 """A small seeded text probe and confident learning, shared by LBL002/LBL003/LBL004.
 
-The probe: hashed word 1-2-gram tf-idf features and a logistic-loss linear model trained by SGD
-(scikit-learn, imported lazily; seconds for tens of thousands of rows). The memorization probe
+The probe: hashed word 1-2-gram tf-idf features (scikit-learn, imported lazily) and a
+logistic-loss linear model trained by SGD (``_sgd``: scikit-learn's SGDClassifier updates,
+compiled, the same numbers; seconds for tens of thousands of rows). The memorization probe
 adds char 2-5-grams and fits an almost unregularized hinge-loss linear model. ``oof_proba`` gives k-fold
 out-of-fold probabilities; the result is memoized for the same sample and parameters, so LBL002
 and LBL003's per-class table run the probe once per audit.
@@ -166,20 +167,13 @@ class _Model:
         self.present = np.unique(y_train)
         self.model = None
         if self.present.size > 1:
-            from sklearn.linear_model import SGDClassifier
+            from ._sgd import OvRLogistic
 
-            # one-vs-rest fits, one class per thread: each class has its own seed (drawn from
-            # random_state up front), so the model is the same for any number of threads
-            self.model = SGDClassifier(
-                loss="log_loss", alpha=1e-5, random_state=seed, n_jobs=_fit_threads()
-            )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.model.fit(x_train, y_train)
-            # column-major, so predict's sparse x coef_.T product reads it in place: row-major,
-            # scipy copied all of it (classes x n_features float64, 130 MB for 60 classes) on
-            # every predict call (the same numbers either way)
-            self.model.coef_ = np.asfortranarray(self.model.coef_)
+            # scikit-learn's SGDClassifier(loss="log_loss", alpha=1e-5) compiled, the same
+            # numbers (see _sgd); one-vs-rest, one class per thread: each class has its own
+            # seed (drawn up front), so the model is the same for any number of threads
+            self.model = OvRLogistic(alpha=1e-5, seed=seed, threads=_fit_threads())
+            self.model.fit(x_train, y_train)
 
     def predict(self, x) -> np.ndarray:
         proba = np.zeros((x.shape[0], self.n_classes))

@@ -218,7 +218,7 @@ def test_fold_model_is_the_same_for_any_number_of_fit_threads(monkeypatch):
     one = _probe._Model(x, y, 3, seed=0).predict(x)
     monkeypatch.setattr(_probe, "_fit_threads", lambda: 2)
     two = _probe._Model(x, y, 3, seed=0)
-    assert two.model.n_jobs == 2
+    assert two.model.threads == 2
     np.testing.assert_array_equal(two.predict(x), one)
 
 
