@@ -63,6 +63,7 @@ and pieces held in memory grew the peak without saving CPU (see :data:`SPILL_BUD
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -293,6 +294,7 @@ class DiskSpill:
         self.budget, self.held = SPILL_BUDGET if budget is None else budget, 0
         self.shared = shared  # a spill whose memory counts against this one's budget too
         self.memory: dict[tuple[Any, int], list[pa.Table]] = {}
+        self.blocks: dict[str, list[tuple[int, int, int, int]]] = {}  # add_rows' batches
         if self.owner:  # an audit that raised mid-scan leaves no partitions behind
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
@@ -320,19 +322,38 @@ class DiskSpill:
         writer[1].write_table(piece)
 
     def add_rows(self, index: int, table: pa.Table) -> None:
-        """A verifying rule's payload rows (:func:`emit_rows`, without keys), written as they
-        come: one Arrow IPC file per writer, ``<dir>/<index>.rows/<writer>.arrow``, each batch
-        one split's rows in row order (see :class:`PayloadRows`)."""
-        writer = self.writers.get((rows_index(index), -1))
+        """A verifying rule's payload rows (:func:`emit_rows`, without keys; the split as its
+        rank), written as they come: one Arrow stream per writer,
+        ``<dir>/<index>.rows/<writer>.arrow``, each batch one split's rows in row order, and
+        beside it (``.idx.npy``, on :meth:`close`) each batch's byte range and first and last
+        row, so :class:`PayloadRows` maps only the batches it reads."""
+        name = rows_index(index)
+        for column in table.column_names:  # a batch read alone has no dictionaries
+            if pa.types.is_dictionary(table.column(column).type):
+                col = table.column(column)
+                table = table.set_column(
+                    table.column_names.index(column), column, col.cast(col.type.value_type)
+                )
+        writer = self.writers.get((name, -1))
         if writer is None:
-            folder = self.root / rows_index(index)
+            folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)
             sink = pa.OSFile(str(folder / f"{self.name}.arrow"), "wb")
-            writer = self.writers[(rows_index(index), -1)] = (
-                sink,
-                pa.ipc.new_file(sink, table.schema),
-            )
-        writer[1].write_table(table)
+            writer = self.writers[(name, -1)] = (sink, pa.ipc.new_stream(sink, table.schema))
+            self.blocks[name] = []
+        sink, stream = writer
+        for batch in table.to_batches():
+            if not batch.num_rows:
+                continue
+            ends = pa.array([0, batch.num_rows - 1])
+            split = batch.column("split").take(ends)
+            if not pa.types.is_integer(split.type):
+                raise TypeError("the payload spilled by row names its split by rank")
+            rows = np.asarray(batch.column("row").take(ends).to_numpy(), np.int64)
+            ids = (np.asarray(split.to_numpy(), np.int64) << 40) | rows
+            at = sink.tell()
+            stream.write_batch(batch)
+            self.blocks[name].append((at, sink.tell() - at, int(ids[0]), int(ids[1])))
 
     def payload(self, index: int, splits: list[str]) -> PayloadRows | None:
         """The payload rows :meth:`add_rows` wrote for rule ``index`` (every writer's), once
@@ -346,6 +367,9 @@ class DiskSpill:
             writer.close()
             sink.close()
         self.writers = {}
+        for name, blocks in self.blocks.items():
+            np.save(self.root / name / f"{self.name}.idx.npy", np.array(blocks, np.int64))
+        self.blocks = {}
 
     def drop(self, index: Any, p: int) -> None:
         """Forget the pieces of ``index`` and partition ``p``, in memory and on disk (read for
@@ -372,33 +396,27 @@ class DiskSpill:
 
 
 class PayloadRows:
-    """A verifying rule's payload on disk, by row (:meth:`DiskSpill.add_rows`): Arrow IPC
-    files, each batch one split's rows in row order, so a row is found from a small index of
-    the batches' first and last rows, and read through a memory map: a lookup copies and
-    touches only the rows it takes (the candidates' ends), never the whole payload."""
+    """A verifying rule's payload on disk, by row (:meth:`DiskSpill.add_rows`): Arrow streams,
+    each batch one split's rows in row order, found by the index of the batches' first and
+    last rows; a lookup maps the byte range of each batch it reads, alone, and copies the rows
+    it takes, so it touches the candidates' rows, not the whole payload (Arrow's own memory
+    map asks the kernel for a whole batch on every read, and a file kept mapped would count
+    every page read around a row in this process's RSS)."""
 
     def __init__(self, paths: list[Path], splits: list[str]):
         self.paths, self.splits = [str(p) for p in paths], splits
-        lo, hi, where = [], [], []
+        self.schemas = []
+        blocks = []
         for f, path in enumerate(self.paths):
-            with pa.memory_map(path) as source:
-                reader = pa.ipc.open_file(source)
-                for j in range(reader.num_record_batches):
-                    batch = reader.get_batch(j)
-                    n = batch.num_rows
-                    if not n:
-                        continue
-                    ends = pa.array([0, n - 1])
-                    ids = _node_ids(
-                        batch.column("split").take(ends), batch.column("row").take(ends), splits
-                    )
-                    lo.append(ids[0])
-                    hi.append(ids[1])
-                    where.append((f, j))
-        order = np.argsort(np.asarray(lo, np.int64), kind="stable")
-        self.lo = np.asarray(lo, np.int64)[order]
-        self.hi = np.asarray(hi, np.int64)[order]
-        self.where = [where[i] for i in order.tolist()]
+            index = np.load(path[: -len(".arrow")] + ".idx.npy")
+            with pa.OSFile(path, "rb") as source:
+                self.schemas.append(pa.ipc.open_stream(source).schema)
+            if len(index):
+                blocks.append(np.column_stack([np.full(len(index), f), index]))
+        table = np.concatenate(blocks) if blocks else np.zeros((0, 5), np.int64)
+        table = table[np.argsort(table[:, 3], kind="stable")]
+        self.file, self.offset, self.length = table[:, 0], table[:, 1], table[:, 2]
+        self.lo, self.hi = table[:, 3], table[:, 4]
         if len(self.lo) > 1 and not (self.lo[1:] > self.hi[:-1]).all():
             raise ValueError("emit_rows() gave a row twice (or a row of another batch)")
 
@@ -413,36 +431,44 @@ class PayloadRows:
         pieces = []
         bounds = np.flatnonzero(np.diff(at)) + 1
         for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(uniq)]):
-            if hi <= lo:
-                continue
-            f, j = self.where[int(at[lo])]
-            # one batch per mapping: the kernel maps pages around each one read (fault-around),
-            # which would count most of a file in this process's RSS if it stayed mapped
-            with pa.memory_map(self.paths[f]) as source:
-                batch = pa.ipc.open_file(source).get_batch(j)
-                if columns is not None:
-                    batch = batch.select(["split", "row", *columns])
-                rows = batch.column("row").to_numpy()
-                want = uniq[lo:hi] & ((1 << 40) - 1)
-                pos = np.minimum(np.searchsorted(rows, want), len(rows) - 1)
-                if not (rows[pos] == want).all():
-                    raise ValueError(
-                        "a candidate pair names a row that emitted no payload (emit_rows)"
-                    )
-                pieces.append(pa.Table.from_batches([batch.take(pa.array(pos))]))
+            if hi > lo:
+                pieces.append(self._rows(int(at[lo]), uniq[lo:hi] & ((1 << 40) - 1), columns))
         if not pieces:
-            empty = self._schema(columns).empty_table()
-            return empty
+            schema = self.schemas[0] if self.schemas else pa.schema([])
+            names = ["split", "row", *columns] if columns is not None else schema.names
+            return pa.schema([schema.field(n) for n in names]).empty_table()
         table = pa.concat_tables(pieces, promote_options="default")
         if len(uniq) == len(nodes) and (inverse == np.arange(len(nodes))).all():
             return table
         return table.take(pa.array(inverse))
 
-    def _schema(self, columns: list[str] | None) -> pa.Schema:
-        with pa.memory_map(self.paths[0]) as source:
-            schema = pa.ipc.open_file(source).schema
-        names = ["split", "row", *columns] if columns is not None else schema.names
-        return pa.schema([schema.field(n) for n in names])
+    def _rows(self, b: int, rows: np.ndarray, columns: list[str] | None) -> pa.Table:
+        """Rows ``rows`` of batch ``b``, copied out of a mapping of that batch alone."""
+        import mmap
+
+        f, offset, length = int(self.file[b]), int(self.offset[b]), int(self.length[b])
+        start = offset - offset % mmap.ALLOCATIONGRANULARITY
+        with open(self.paths[f], "rb") as fh:
+            view = mmap.mmap(fh.fileno(), offset + length - start, offset=start,
+                             access=mmap.ACCESS_READ)  # fmt: skip
+        try:
+            buf = pa.BufferReader(pa.py_buffer(view).slice(offset - start, length))
+            message = pa.ipc.read_message(buf)
+            if message.type == "schema":  # the stream's first batch comes after its schema
+                message = pa.ipc.read_message(buf)
+            batch = pa.ipc.read_record_batch(message, self.schemas[f])
+            if columns is not None:
+                batch = batch.select(["split", "row", *columns])
+            have = batch.column("row").to_numpy()
+            pos = np.minimum(np.searchsorted(have, rows), len(have) - 1)
+            if not (have[pos] == rows).all():
+                raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
+            out = pa.Table.from_batches([batch.take(pa.array(pos))])
+            del buf, message, batch, have  # no view of the mapping left: it can close
+        finally:
+            with contextlib.suppress(BufferError):  # still exported: unmapped with the last
+                view.close()
+        return out
 
 
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
@@ -811,6 +837,28 @@ def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
     return (_ranks(split, splits) << 40) | np.asarray(row.to_numpy(), np.int64)
 
 
+def _take_chunked(col: pa.ChunkedArray, at: np.ndarray) -> pa.Array | pa.ChunkedArray:
+    """``col.take(at)`` chunk by chunk: Arrow's take on a chunked column of strings joins its
+    chunks first (a copy of the whole column, here every edge's payload twice)."""
+    if col.num_chunks <= 1:
+        return col.take(pa.array(at))
+    lengths = np.array([len(c) for c in col.chunks], np.int64)
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    which = np.searchsorted(bounds, at, side="right") - 1
+    by = np.argsort(which, kind="stable")
+    cuts = np.searchsorted(which[by], np.arange(len(lengths) + 1))
+    pieces = [
+        col.chunk(c).take(pa.array(at[by[cuts[c] : cuts[c + 1]]] - bounds[c]))
+        for c in range(len(lengths))
+        if cuts[c + 1] > cuts[c]
+    ]
+    if not pieces:
+        return col.take(pa.array(at))
+    inverse = np.empty(len(at), np.int64)
+    inverse[by] = np.arange(len(at))
+    return pa.concat_arrays(pieces).take(pa.array(inverse))
+
+
 class Cluster(list):
     """A connected component: its members as a sorted list of (split, row); ``rows`` are their
     emitted rows (split, row, key and the payload), one per member in the same order."""
@@ -901,40 +949,41 @@ def clusters_of(
     # stable sort by the component's smallest node keeps each component's members sorted
     order = np.argsort(labels, kind="stable")
     sizes = np.bincount(labels, minlength=n)[labels[order]]
-    # each member's emitted row: the payload of its first appearance as an end of an edge, or
-    # its row in ``members``; per node (in node order)
-    per_node: dict[str, Any] = {}
-    if members is None:
-        for name in [c[2:] for c in table.column_names if c.startswith("a.")]:
-            col = pa.chunked_array(
-                table.column(f"a.{name}").chunks + table.column(f"b.{name}").chunks
-            )
-            per_node[name] = col.take(pa.array(first))
-    else:
-        given = [t for t in members if t is not None and t.num_rows]
-        if given:
-            mt = pa.concat_tables(given, promote_options="default")
-            at = pa.array(_locate(mt, nodes, splits, "an edge"))
-            for name in mt.column_names:
-                if name not in ("split", "row", "key"):
-                    per_node[name] = mt.column(name).take(at)
-    if scored is not None:
-        score = scored.column("score").to_numpy()
-        best = np.zeros(n)
-        np.maximum.at(best, ia, score)
-        np.maximum.at(best, ib, score)
-        per_node["score"] = pa.array(best)
     keep = sizes > 1  # singletons are left out
     order, sizes = order[keep], sizes[keep]
     cut = labels[order][1:] != labels[order][:-1]
     starts = np.flatnonzero(np.concatenate([[True], cut])) if len(order) else order
     split_col = np.asarray(splits, dtype=object)[(nodes[order] >> 40)]
     row_col = nodes[order] & ((1 << 40) - 1)
+    # each member's emitted row: the payload of its first appearance as an end of an edge, or
+    # its row in ``members``; taken once, in member order
+    payload: dict[str, Any] = {}
+    if members is None:
+        for name in [c[2:] for c in table.column_names if c.startswith("a.")]:
+            col = pa.chunked_array(
+                table.column(f"a.{name}").chunks + table.column(f"b.{name}").chunks
+            )
+            payload[name] = _take_chunked(col, first[order])
+    else:
+        given = [t for t in members if t is not None and t.num_rows]
+        if given:
+            mt = pa.concat_tables(given, promote_options="default")
+            at = _locate(mt, nodes, splits, "an edge")[order]
+            for name in mt.column_names:
+                if name not in ("split", "row", "key"):
+                    payload[name] = _take_chunked(mt.column(name), at)
+    if scored is not None:
+        score = scored.column("score").to_numpy()
+        best = np.zeros(n)
+        np.maximum.at(best, ia, score)
+        np.maximum.at(best, ib, score)
+        payload["score"] = pa.array(best[order])
+    del table
     rows = pa.table(
         {
             "split": pa.array(split_col, pa.string()),
             "row": row_col,
-            **{name: col.take(pa.array(order)) for name, col in per_node.items()},
+            **payload,
         }
     )
     names, rows_of = split_col.tolist(), row_col.tolist()

@@ -312,3 +312,11 @@ def test_payload_rows_are_found_by_row_across_writers(tmp_path):
     run = RuleRun(Twice(), Twice.severity, {"rows": 0})
     keyed_engine.emit_rows(run, batch, splits)
     assert "each row once" in run.error
+
+
+def test_take_chunked_is_take_without_joining_the_chunks():
+    col = pa.chunked_array([["a", "b"], [], ["c", "d", "e"], ["f"]], pa.large_string())
+    rng = np.random.default_rng(3)
+    for at in (np.array([5, 0, 3, 3, 1]), rng.integers(0, 6, 40), np.zeros(0, np.int64)):
+        got = keyed_engine._take_chunked(col, at)
+        assert got.to_pylist() == col.take(pa.array(at, pa.int64())).to_pylist()
