@@ -90,9 +90,24 @@ def _child(path: str, workers: int, mode: str) -> None:
 
     if mode == "in-process" and hasattr(overlap, "MAX_EVAL_ROWS"):
         overlap.MAX_EVAL_ROWS = -1  # no prepass: the in-process search
+    extra: dict = {"workers": workers}
+    if workers == 0:  # Ray: a local cluster of 2 CPUs
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        extra = {"engine": "ray"}
     t0 = time.perf_counter()
-    report = audit(path, select=["LEAK001"], workers=workers)
+    report = audit(path, select=["LEAK001"], **extra)
     wall = time.perf_counter() - t0
+    ray_cpu, ray_mb = 0.0, 0.0
+    if workers == 0:  # the cluster's worker processes are the raylet's children, not ours
+        sys.path.insert(0, str(HERE))
+        from bench_scale import _ray_workers, _vmhwm_mb
+
+        for pid in _ray_workers():
+            ray_mb = max(ray_mb, _vmhwm_mb(pid))
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ray_cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     res = report.result("LEAK001")
     body = {k: res.get(k) for k in ("findings", "metrics", "status")}
     body["flags"] = report.flags().to_dicts()
@@ -107,9 +122,9 @@ def _child(path: str, workers: int, mode: str) -> None:
     timings = (report.to_dict().get("timings") or {}).get("rules", {}).get("LEAK001")
     out = {
         "wall": round(wall, 1),
-        "cpu": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 1),
+        "cpu": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + ray_cpu, 1),
         "parent_mb": round(hwm),
-        "worker_mb": round(kids.ru_maxrss / 1024),
+        "worker_mb": round(max(kids.ru_maxrss / 1024, ray_mb)),
         "mode": (res.get("details") or {}).get("mode", "in-process (before)"),
         "leaked": [m["value"] for m in res["metrics"] if m["name"] == "leaked_rows"],
         "flags": len(body["flags"]),
@@ -140,7 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--train", type=int, default=200_000)
     ap.add_argument("--eval", type=int, default=5_000)
-    ap.add_argument("--workers", type=int, nargs="+", default=[1])
+    ap.add_argument("--workers", type=int, nargs="+", default=[1], help="0: Ray (2 CPUs)")
     ap.add_argument("--before", help="an older checkout to run first (PYTHONPATH)")
     ap.add_argument("--no-in-process", action="store_true", help="skip this tree's fallback")
     args = ap.parse_args()

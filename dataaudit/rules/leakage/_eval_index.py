@@ -23,7 +23,7 @@ import pyarrow as pa
 from ...sketches.lsh import signature_keys
 from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
 
-__all__ = ["CAP", "EvalIndex", "Matches", "build_index", "merge_matches", "probe"]
+__all__ = ["CAP", "EvalIndex", "Matches", "band_matrix", "build_index", "merge_matches", "probe"]
 
 CAP = 10  #: train rows per eval band bucket, as cross_candidates' max_per_bucket
 #: bits of a row number in a (bucket, row) key: 2.7e11 rows a split; buckets < 2**26
@@ -57,6 +57,15 @@ class EvalIndex:
         return len(self.rows)
 
 
+def band_matrix(sig: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:
+    """(rows, bands) uint64: each row's band keys (compiled; the prepass computes them where
+    the batch is, so the process that builds the index runs no compiled kernel)."""
+    out = np.empty((len(sig), bands), _U64)
+    for band in range(bands):
+        out[:, band] = signature_keys(sig, band * rows_per_band, (band + 1) * rows_per_band)
+    return out
+
+
 def build_index(
     rows: np.ndarray,
     hashes: np.ndarray,
@@ -64,14 +73,18 @@ def build_index(
     sets: ShingleSets | None,
     bands: int,
     rows_per_band: int,
+    keys: np.ndarray | None = None,
 ) -> EvalIndex:
-    """The index of one eval split's rows (any order: they are sorted by row here)."""
+    """The index of one eval split's rows (any order: they are sorted by row here); ``keys``:
+    their :func:`band_matrix`, if computed already."""
     order = np.argsort(np.asarray(rows, _I64), kind="stable")
+    in_order = bool(np.all(order == np.arange(len(order))))
     rows = np.asarray(rows, _I64)[order]
     hashes = np.asarray(hashes, np.uint64)[order]
     sig = np.ascontiguousarray(np.asarray(sig, np.uint32)[order])
-    if sets is not None:
+    if sets is not None and not (in_order and sets.distinct):
         sets = sets.sorted(order.astype(_I64))
+    keys = band_matrix(sig, bands, rows_per_band) if keys is None else keys[order]
     n = len(rows)
     # exact: each distinct nonzero key and its first eval position
     eo = np.lexsort((np.arange(n), hashes))
@@ -88,8 +101,7 @@ def build_index(
     bits = int(min(24, max(8, np.ceil(np.log2(len(valid) * 16 + 1)))))  # ~1/16 of it set
     shift, band_seen = 64 - bits, []
     for band in range(bands):
-        keys = signature_keys(sig, band * rows_per_band, (band + 1) * rows_per_band, valid)
-        distinct, inverse = np.unique(keys, return_inverse=True)
+        distinct, inverse = np.unique(keys[valid, band], return_inverse=True)
         band_keys.append(distinct)
         seen = np.zeros(1 << bits, bool)
         seen[(distinct >> np.uint64(shift)).astype(_I64)] = True

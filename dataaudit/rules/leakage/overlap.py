@@ -24,6 +24,7 @@ from ._eval_index import (
     MAX_BUCKETS,
     EvalIndex,
     Matches,
+    band_matrix,
     build_index,
     merge_matches,
     positions,
@@ -153,10 +154,13 @@ class TrainEvalOverlap(Rule):
     def prepass_update(self, pre: dict[str, Any], batch: Batch) -> dict[str, Any]:
         pre["rows"] += batch.num_rows
         if pre["rows"] <= MAX_EVAL_ROWS:  # past the cap nothing more is kept
-            # the shingles first: the exact keys then reuse their pass (as minhash_columns)
-            cols = {"sig": batch.feature("minhash", **minhash_params(self))}
+            # the shingles first: the exact keys then reuse their pass (as minhash_columns);
+            # band keys and sorted sets here, where the compiled kernels already run
+            sig = batch.feature("minhash", **minhash_params(self))
+            bands, per_band = choose_bands(float(self.threshold), int(self.num_perm))
+            cols = {"sig": sig, "keys": band_matrix(sig, bands, per_band)}
             if self.verify == "exact":
-                cols["sets"] = batch.feature("shingle_sets", **shingle_params(self))
+                cols["sets"] = batch.feature("shingle_sets", **shingle_params(self)).sorted()
             cols.update(rows=batch.row_ids, hash=nonempty_hash(batch))
             append(pre, batch.split, **cols)
         return pre
@@ -182,6 +186,7 @@ class TrainEvalOverlap(Rule):
                 ShingleSets.concat(sets) if sets else None,
                 bands,
                 rows,
+                cat(sp.get("keys", []), np.uint64, bands),
             )
         return {"comparisons": self._comparisons(ctx), "index": index}
 
