@@ -80,18 +80,26 @@ def _result(report) -> tuple[str, dict[str, Any], Any]:
 
 
 def same_as_train_index(data, monkeypatch, engines, **options) -> list[dict[str, Any]]:
-    new = [audit(data, select=["LEAK002"], batch_size=64, **e, **options) for e in engines]
+    """LEAK002's result on each engine of ``engines`` equals the train index's on the same
+    engine (forced in this process, where the engines plan the prepass) and on workers=1."""
     with monkeypatch.context() as m:
         _train_index_only(m)
-        old = audit(data, select=["LEAK002"], batch_size=64, **options)
-    want, old_index, want_flags = _result(old)
+        old = [
+            audit(data, select=["LEAK002"], batch_size=64, **e, **options)
+            for e in [{}, *(e for e in engines if e)]
+        ]
+    want, old_index, want_flags = _result(old[0])
     assert old_index["mode"] == "train-index" and old_index["exact"]
     indexes = []
-    for report in new:
+    befores = iter(old[1:])
+    for e in engines:
+        before = next(befores) if e else old[0]
+        report = audit(data, select=["LEAK002"], batch_size=64, **e, **options)
         got, index, flags = _result(report)
-        assert got == want
-        assert flags.equals(want_flags)
+        assert got == want and _result(before)[0] == want, e
+        assert flags.equals(want_flags) and before.flags().equals(want_flags)
         assert index["mode"] == "eval-index" and index["exact"]
+        assert _result(before)[1]["mode"] == "train-index"
         indexes.append(index)
     return indexes
 
