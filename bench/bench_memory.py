@@ -18,14 +18,19 @@ with ``--workers`` above 1 the peak of the whole process tree is sampled as well
   read only (TXT001)  interpreter, imports, reading the Parquet files
   LEAK002, no index   ``ngram`` longer than any row: the same reading, normalizing and hashing
                       (numba kernels loaded), the eval text kept, nothing indexed
-  LEAK002             the defaults (an exact index if the train n-grams fit max_index_ngrams)
-  LEAK002, Bloom      max_index_ngrams at half the distinct train n-grams, so it switches
-  default pack        every rule of the default pack, with the defaults and on the Bloom path
+  LEAK002             the defaults: the eval side's index (a prepass broadcasts the eval
+                      n-grams, train streams through them)
+  LEAK002, train idx  the previous way, forced (no prepass): every distinct train n-gram
+                      indexed, exact if they fit max_index_ngrams
+  LEAK002, Bloom      the train index with max_index_ngrams at half the distinct train n-grams
+  default pack        every rule of the default pack, with the defaults (and on the Bloom path)
 
 For the LEAK002 runs the bench prints the index bound the rule's docstring states, computed from
-its options and the corpus (8 bytes per distinct train n-gram up to max_index_ngrams, plus the
-Bloom filter at the switch, plus folding pending n-grams in: twice max(4M, distinct / 16) x 8
-bytes), next to what the run took beyond the "no index" run. The eval text the rule keeps
+its options and the corpus (eval index: 8 bytes per distinct eval n-gram and per shared one,
+plus folding pending n-grams in; train index: 8 bytes per distinct train n-gram up to
+max_index_ngrams, plus the Bloom filter at the switch, plus folding pending n-grams in: twice
+max(4M, distinct / 16) x 8 bytes), next to what the run took beyond the "no index" run, and
+the CPU seconds of each run (its process and its workers). The eval text the rule keeps
 (zstd-compressed) is in both, so it is printed apart, computed exactly.
 
     python bench/bench_memory.py                      # 200k rows x 2k chars (~3.5 minutes)
@@ -159,10 +164,16 @@ def _vm_hwm_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child(report: str, argv: list[str]) -> None:
-    """Run the CLI in this process; write its exit code and peak RSS next to the report."""
+def child(report: str, argv: list[str], train_index: bool = False) -> None:
+    """Run the CLI in this process; write its exit code and peak RSS next to the report.
+    ``train_index``: LEAK002 without its prepass (the engine plans prepasses in this process,
+    so its workers fold on the train index too)."""
     from dataaudit.cli import main
 
+    if train_index:
+        from dataaudit.rules.leakage.contamination import NgramContamination
+
+        NgramContamination.prepass_splits = lambda self, ctx: []  # type: ignore[method-assign]
     code = main(argv)
     Path(report + ".rss").write_text(json.dumps({"exit": code, "peak_mb": _vm_hwm_mb()}))
 
@@ -190,14 +201,20 @@ def _tree_rss_mb(root: int) -> float:
     return total * os.sysconf("SC_PAGE_SIZE") / MB
 
 
-def run(data: Path, out: Path, select: str, options: list[str], workers: int) -> dict:
+def run(
+    data: Path, out: Path, select: str, options: list[str], workers: int, train_index: bool = False
+) -> dict:
     argv = ["audit", str(data), "--select", select, "--json", str(out), "--no-progress"]
     argv += ["--flags", str(out.with_suffix(".flags.parquet"))]
     for opt in options:
         argv += ["--option", opt]
     if workers > 1:
         argv += ["--workers", str(workers)]
-    cmd = [sys.executable, __file__, "--child", str(out), "--", *argv]
+    flag = ["--train-index"] if train_index else []
+    cmd = [sys.executable, __file__, "--child", str(out), *flag, "--", *argv]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     tree = 0.0
@@ -206,12 +223,20 @@ def run(data: Path, out: Path, select: str, options: list[str], workers: int) ->
             tree = max(tree, _tree_rss_mb(proc.pid))
         time.sleep(0.1)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rss = json.loads(Path(str(out) + ".rss").read_text())
     if rss["exit"] not in (0, 1):
         sys.exit(f"{' '.join(argv)}: exit {rss['exit']}")
     report = json.loads(out.read_text())
     leak = next((r for r in report["results"] if r["code"] == "LEAK002"), None)
-    return {"peak_mb": rss["peak_mb"], "tree_mb": tree, "seconds": seconds, "leak": leak}
+    return {
+        "peak_mb": rss["peak_mb"],
+        "tree_mb": tree,
+        "seconds": seconds,
+        "cpu": cpu,
+        "leak": leak,
+    }
 
 
 # -- LEAK002's documented bound -------------------------------------------------------------
@@ -221,7 +246,12 @@ def leak002_index_bound(
     """What LEAK002's docstring says its index takes (MB), and how that was computed."""
     pending = 4 << 20
     budget = int(options["max_index_ngrams"])
-    if details["index"]["exact"]:
+    if details["index"].get("mode") == "eval-index":
+        n, shared = details["index"]["eval_ngrams"], details["index"]["shared_ngrams"]
+        fold = 2 * 8 * max(pending, n // 16)
+        bound = 8 * n + 8 * shared + fold
+        how = f"8 B x ({n:,} eval + {shared:,} shared n-grams) + folding {fold / MB:.0f} MB"
+    elif details["index"]["exact"]:
         n = details["index"]["train_ngrams"]
         fold = 2 * 8 * max(pending, n // 16)
         bound, how = 8 * n + fold, f"8 B x {n:,} train n-grams + folding {fold / MB:.0f} MB"
@@ -263,25 +293,29 @@ def main() -> None:
         f"{stats['eval_kept_mb']:.1f} MB; workers={args.workers}"
     )
 
-    runs: list[tuple[str, str, list[str]]] = [
-        ("read only (TXT001)", "TXT001", []),
-        ("LEAK002, no index", "LEAK002", ["LEAK002.ngram=1000000"]),
-        ("LEAK002", "LEAK002", []),
+    runs: list[tuple[str, str, list[str], bool]] = [
+        ("read only (TXT001)", "TXT001", [], False),
+        ("LEAK002, no index", "LEAK002", ["LEAK002.ngram=1000000"], False),
+        ("LEAK002", "LEAK002", [], False),
+        ("LEAK002, train idx", "LEAK002", [], True),
     ]
     results: dict[str, dict] = {}
-    for label, select, options in runs:
-        results[label] = run(data, out_dir / f"{len(results)}.json", select, options, args.workers)
-    distinct = results["LEAK002"]["leak"]["details"]["index"]["train_ngrams"]
+    for label, select, options, train_index in runs:
+        out = out_dir / f"{len(results)}.json"
+        results[label] = run(data, out, select, options, args.workers, train_index)
+    distinct = results["LEAK002, train idx"]["leak"]["details"]["index"]["train_ngrams"]
     if distinct:  # an exact index: run again with a budget it overflows
         budget = ["LEAK002.max_index_ngrams=" + str(distinct // 2)]
         results["LEAK002, Bloom"] = run(
-            data, out_dir / "bloom.json", "LEAK002", budget, args.workers
+            data, out_dir / "bloom.json", "LEAK002", budget, args.workers, True
         )
+    same = _findings(results["LEAK002"]) == _findings(results["LEAK002, train idx"])
+    print(f"LEAK002: eval index and train index give the same result: {same}")
     if not args.no_default:
         results["default pack"] = run(data, out_dir / "default.json", "default", [], args.workers)
         if distinct:
             results["default pack, Bloom"] = run(
-                data, out_dir / "default-bloom.json", "default", budget, args.workers
+                data, out_dir / "default-bloom.json", "default", budget, args.workers, True
             )
 
     flags = pq.read_table(out_dir / "2.flags.parquet").to_pylist()
@@ -297,12 +331,12 @@ def main() -> None:
     print(
         f"\n{'run':<20} {'peak MB':>8} {'MB/input MB':>12}"
         + (f" {'tree MB':>8}" if tree else "")
-        + f" {'s':>6}   LEAK002: peak - no-index peak vs its documented index bound"
+        + f" {'s':>6} {'CPU s':>6}   LEAK002: peak - no-index peak vs its documented index bound"
     )
     for label, r in results.items():
         line = f"{label:<20} {r['peak_mb']:>8.0f} {r['peak_mb'] / stats['input_mb']:>12.2f}"
         line += f" {r['tree_mb']:>8.0f}" if tree else ""
-        line += f" {r['seconds']:>6.0f}"
+        line += f" {r['seconds']:>6.0f} {r['cpu']:>6.1f}"
         leak = r["leak"]
         if leak and label.startswith("LEAK002") and label != "LEAK002, no index":
             bound, how = leak002_index_bound(
@@ -315,8 +349,17 @@ def main() -> None:
         sys.exit(1)
 
 
+def _findings(r: dict) -> str:
+    """LEAK002's result but its index details and timing (the two indexes must agree)."""
+    leak = dict(r["leak"])
+    leak.pop("seconds", None)
+    leak["details"] = {k: v for k, v in leak["details"].items() if k != "index"}
+    return json.dumps(leak, sort_keys=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[sys.argv.index("--") + 1 :])
+        argv = sys.argv[sys.argv.index("--") + 1 :]
+        child(sys.argv[2], argv, train_index="--train-index" in sys.argv[: sys.argv.index("--")])
     else:
         main()
