@@ -37,7 +37,7 @@ def _fresh(code: str) -> str:
 
 def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
     """A chat JSON Lines file (nested records: its first record is not peeked, its first batch
-    types the columns), its text views, normalized and tokenizable text on non-ASCII rows with
+    types the columns), its content hash, its text views, normalized and tokenizable text on non-ASCII rows with
     nulls, and flag columns compacted: pandas stays out. (A split's later files are still
     peeked by their first record, which ``pa.array`` types.)"""
     folder = tmp_path / "train.jsonl"
@@ -48,6 +48,7 @@ def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
         "from dataaudit.corpus import load_corpus\n"
         "from dataaudit.features import Batch\n"
         "from dataaudit.features.arrays import strings\n"
+        "from dataaudit.identity import row_hashes\n"
         "from dataaudit.rule import Flags\n"
         f"corpus = load_corpus({str(folder)!r})\n"
         "rows = 0\n"
@@ -58,6 +59,7 @@ def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
         "                 'char_length', 'blank'):\n"
         "        b.feature(name)\n"
         "    b.feature('normalized', view='response_text')\n"
+        "    row_hashes(rb)  # the content hash of nested cells\n"
         "mixed = strings(['Ｆｕｌｌ，', None, 'ÉCOLE  Straße', 'ﬁ e\\u0301', 'plain'])\n"
         "nb = Batch('train', pa.RecordBatch.from_arrays([mixed], ['text']), 0, corpus.roles)\n"
         "from dataaudit.inputs.roles import Roles\n"
