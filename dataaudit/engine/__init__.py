@@ -8,6 +8,8 @@ worker processes and merges them exactly.
 - :mod:`.state`: a rule's run and the scan's state; :func:`start`.
 - :mod:`.local`: :func:`scan` (one process) and :func:`finish`.
 - :mod:`.parallel`: :func:`scan_parallel` (worker processes).
+- :mod:`.prepass`: a first pass over a few splits (the eval side) whose merged value every
+  worker sees in the scan as ``ctx.resources.prepared(code)`` (rules with ``prepass_update``).
 - :mod:`.reportable`: a rule's result must fit the report.
 """
 

@@ -58,8 +58,20 @@ def _body(report) -> str:
     return json.dumps(body, indent=1)
 
 
-def test_the_value_reaches_start_update_and_finish(data):
+def test_the_value_reaches_start_update_and_finish(data, monkeypatch):
+    from dataaudit.corpus import Corpus
+
+    streams: list[list[str]] = []
+    stream = Corpus.stream
+
+    def counted(self, batch_size):
+        streams.append(list(self.splits))
+        return stream(self, batch_size)
+
+    monkeypatch.setattr(Corpus, "stream", counted)
     report = audit(data, select=SELECT, batch_size=64, extra_rules=RULES)
+    # one read of the union of both rules' prepass splits, then the scan
+    assert sorted(streams) == [["train", "validation", "test"], ["validation", "test"]]
     pre = report.result("PRE001")
     expected = _expected_rows(data)
     assert 0 < len(expected) < 600  # the check means something on this data
