@@ -365,21 +365,35 @@ def confident_learning(proba: np.ndarray, given: np.ndarray) -> ConfidentLearnin
     totals = calibrated.sum(axis=1)
     noise = np.divide(totals - np.diag(calibrated), totals, out=np.zeros(k), where=totals > 0)
     issue = np.zeros(n, bool)
+    by_class = np.argsort(given, kind="stable")  # each class's rows, in row order
+    ends = np.cumsum(counts.astype(np.int64))
     for i in range(k):
-        rows = np.flatnonzero(given == i)
+        rows = by_class[ends[i] - int(counts[i]) : ends[i]]
         if not rows.size:
             continue
-        chosen: set[int] = set()
+        p_rows = proba[rows]
+        chosen = np.zeros(rows.size, bool)
         for j in range(k):
             num = int(round(calibrated[i, j])) if j != i else 0
             if num <= 0:
                 continue
-            margin = proba[rows, j] - proba[rows, i]
-            chosen.update(rows[np.argsort(-margin, kind="stable")[:num]].tolist())
+            chosen[smallest(p_rows[:, i] - p_rows[:, j], num)] = True  # largest p_j - p_i
         cand = rows[disagrees[rows]]
-        pick = cand[np.argsort(p_given[cand], kind="stable")[: len(chosen)]]
-        issue[pick] = True
+        issue[cand[smallest(p_given[cand], int(chosen.sum()))]] = True
     return ConfidentLearning(thresholds, joint, calibrated, noise, issue, suggested, score)
+
+
+def smallest(values: np.ndarray, num: int) -> np.ndarray:
+    """Positions of the ``num`` smallest values, ties to the earlier position: the set
+    ``argsort(values, kind="stable")[:num]`` selects, by a partition instead of a sort (confident
+    learning picks them for every pair of classes: 60 x 60 sorts of up to 250k rows)."""
+    if num >= values.size:
+        return np.arange(values.size)
+    if num <= 0:
+        return np.zeros(0, np.int64)
+    cut = np.partition(values, num - 1)[num - 1]
+    below = np.flatnonzero(values < cut)
+    return np.concatenate([below, np.flatnonzero(values == cut)[: num - below.size]])
 
 
 def sklearn_missing() -> bool:

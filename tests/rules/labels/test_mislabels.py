@@ -289,3 +289,37 @@ def test_a_skilled_probe_reports_at_the_rule_severity_a_weak_one_at_info():
     assert any("kappa" in (f["data"] or {}) for f in res_w["findings"])
     assert weak.flags()["row"].to_list() == report.flags()["row"].to_list()
     assert set(weak.flags()["severity"].to_list()) == {"info"}
+
+
+def test_smallest_selects_what_a_stable_argsort_selects():
+    rng = np.random.default_rng(4)
+    for size in (1, 7, 300):
+        values = rng.integers(0, 5, size) / 4 - 0.5  # many ties, +0.0 and -0.0
+        values[values == 0] *= rng.choice([-1.0, 1.0], int((values == 0).sum()))
+        for num in (0, 1, 3, size - 1, size, size + 2):
+            got = np.sort(_probe.smallest(values, num))
+            want = np.sort(np.argsort(values, kind="stable")[: max(num, 0)])
+            np.testing.assert_array_equal(got, want)
+
+
+def test_confident_learning_flags_the_rows_the_sorting_version_flagged():
+    """The per-class picks by partition equal the picks by stable sorts (the code before)."""
+    rng = np.random.default_rng(5)
+    proba = rng.dirichlet(np.ones(5) * 0.7, 3000).round(2)  # ties in the margins
+    proba /= proba.sum(axis=1, keepdims=True)
+    given = rng.integers(0, 5, 3000)
+    cl = _probe.confident_learning(proba, given)
+    p_given = proba[np.arange(3000), given]
+    want = np.zeros(3000, bool)
+    for i in range(5):
+        rows = np.flatnonzero(given == i)
+        chosen: set[int] = set()
+        for j in range(5):
+            num = int(round(cl.calibrated[i, j])) if j != i else 0
+            if num > 0:
+                margin = proba[rows, j] - proba[rows, i]
+                chosen.update(rows[np.argsort(-margin, kind="stable")[:num]].tolist())
+        cand = rows[proba[rows].argmax(axis=1) != i]
+        want[cand[np.argsort(p_given[cand], kind="stable")[: len(chosen)]]] = True
+    assert want.sum() > 100
+    np.testing.assert_array_equal(cl.issue, want)
