@@ -124,12 +124,19 @@ def stores_of(index: int, rule: Any) -> list[Any]:
     return [index, rows_index(index)] if verifies(rule) else [index]
 
 
+def _which(keys: np.ndarray, parts: int) -> np.ndarray:
+    """Each key's partition (``key % parts``) in the smallest unsigned type that holds it:
+    numpy's stable sort of 8- or 16-bit values is a radix sort (20x faster than on int64 for
+    a batch's 150k band keys)."""
+    dtype = np.uint8 if parts <= 256 else np.uint16 if parts <= 65536 else np.int64
+    return (np.asarray(keys, np.uint64) % np.uint64(parts)).astype(dtype)
+
+
 def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     """The rows of ``table`` per partition (``key % parts``)."""
-    keys = table.column("key").to_numpy()
-    which = (keys % np.uint64(parts)).astype(np.int64)
+    which = _which(table.column("key").to_numpy(), parts)
     order = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[order], np.arange(parts + 1))
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=parts))])
     ordered = table.take(pa.array(order))  # one take, then zero-copy slices
     out: list[pa.Table | None] = []
     for p in range(parts):
@@ -476,17 +483,20 @@ def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
     meets no one: most rows of an LSH band), in an order that does not depend on the
     partitioning of the input: (key, split in the audit's order, row); None if there are none."""
     keys = part.column("key").to_numpy()
-    order = np.argsort(keys, kind="stable")
+    # numpy's unstable argsort (SIMD) is ~4x faster than a stable one on uint64; the rows
+    # that share a key are then put back in their order in the partition, so the final stable
+    # sort breaks ties as a stable sort of all keys would
+    order = np.argsort(keys)
     k = keys[order]
     tied = np.zeros(len(k), bool)
     tied[1:] = k[1:] == k[:-1]
     tied[:-1] |= tied[1:]
-    at = order[tied]
+    at = np.sort(order[tied])
     if not len(at):
         return None
     r = _ranks(part.column("split"), splits)[at]
     rows = np.asarray(part.column("row").to_numpy(), np.int64)[at]
-    return _named(part.take(pa.array(at[np.lexsort((rows, r, k[tied]))])), splits)
+    return _named(part.take(pa.array(at[np.lexsort((rows, r, keys[at]))])), splits)
 
 
 def _check_edges(edges: pa.Table, what: str) -> None:
@@ -591,13 +601,17 @@ def join_first(
     first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
     keep = order[first]  # the distinct pairs, sorted (a, b)
     at = _locate(rows, na[keep], splits, "a candidate pair")
-    where = node_keys(
-        pairs.column("split_b").take(pa.array(keep)), pairs.column("row_b").take(pa.array(keep))
-    ) % np.uint64(parts)
+    where = _which(
+        node_keys(
+            pairs.column("split_b").take(pa.array(keep)),
+            pairs.column("row_b").take(pa.array(keep)),
+        ),
+        parts,
+    )
     # grouped by the partition of the second end (stable: (a, b) order within), one take of
     # the pairs and one of the rows, then zero-copy slices
-    by = np.argsort(where.astype(np.int64), kind="stable")
-    bounds = np.searchsorted(where[by], np.arange(parts + 1, dtype=np.uint64))
+    by = np.argsort(where, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(where, minlength=parts))])
     pairs = pairs.take(pa.array(keep[by]))
     need = [np.unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
     starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
