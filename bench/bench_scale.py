@@ -150,8 +150,8 @@ def _child(engine: str, path: str, select: list[str], out: str) -> None:
         import resource
 
         workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if out != "-":
-        report.to_json(out)
+    if out != "-":  # as the CLI writes it (piece by piece where the report can)
+        getattr(report, "write_json", report.to_json)(out)
     print(
         json.dumps(
             {

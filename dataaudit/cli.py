@@ -181,7 +181,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     # the verdict stands even if a reader closes stdout early (``| head``): see main()
     args.verdict = EXIT_OK if report.passed else EXIT_GATE
     writers = {
-        "json": report.to_json,
+        "json": report.write_json,  # piece by piece: millions of row flags
         "html": report.to_html,
         "flags": report.write_flags,
         "junit": report.to_junit,

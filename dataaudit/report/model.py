@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,20 +91,26 @@ def _result_dict(
 _SLICE = 1 << 20
 
 
-def _write_text(path: str | Path, text: str) -> None:
-    """``atomic_write_text(path, text + "\\n")`` without copying a large text twice more (the
-    added newline, its whole UTF-8 encoding): written a slice at a time."""
-    if len(text) <= _SLICE or writes_stdout(path):
-        atomic_write_text(path, text + "\n")
-        return
+def _write_pieces(path: str | Path, pieces: Iterable[str]) -> Path:
+    """``atomic_write_text(path, "".join(pieces) + "\\n")`` without that text: each piece
+    written as it comes, a slice of a long one at a time (lone surrogates U+FFFD, as there)."""
 
-    def write(tmp: Path) -> None:
+    def write(fh: Any) -> None:
+        for piece in pieces:
+            for at in range(0, len(piece), _SLICE):
+                fh.write(_SURROGATE.sub("\ufffd", piece[at : at + _SLICE]))
+        fh.write("\n")
+
+    if writes_stdout(path):
+        write(sys.stdout)
+        sys.stdout.flush()
+        return Path(path)
+
+    def to_file(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
-            for at in range(0, len(text), _SLICE):  # lone surrogates: U+FFFD, as atomic_write_text
-                fh.write(_SURROGATE.sub("\ufffd", text[at : at + _SLICE]))
-            fh.write("\n")
+            write(fh)
 
-    atomic_write(path, write)
+    return atomic_write(path, to_file)
 
 
 def _status(severities: list[str], fail_on: Severity) -> str:
@@ -411,24 +419,35 @@ class Report:
         return json.loads(json.dumps(self.data))
 
     def to_json(self, path: str | Path | None = None, *, indent: int | None = 2) -> str:
+        """The report as JSON text, also written to ``path`` if given (``write_json`` writes
+        a large report without holding its text)."""
+        text = "".join(self._json_pieces(indent))
+        if path is not None:
+            _write_pieces(path, [text])
+        return text
+
+    def write_json(self, path: str | Path, *, indent: int = 2) -> Path:
+        """``to_json(path)``, written piece by piece: a report's row flags can be millions
+        (2.7M flags: 129 MB of JSON, and as one Python string 2-4 bytes a character once one
+        character is not ASCII), and its text is never held whole."""
+        return _write_pieces(path, self._json_pieces(indent))
+
+    def _json_pieces(self, indent: int | None) -> Iterator[str]:
         data = self.data
         flags = data.get("flags") if indent is not None else None
         if flags is not None:  # the flags table, one line per column, not one per value
             data = {k: v for k, v in data.items() if k != "flags"}
         text = json.dumps(data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False)
-        if flags is not None:
-            pad = " " * indent
-            pieces = [text[: text.rindex("}")].rstrip(), f',\n{pad}"flags": {{\n']
-            pieces.append(f"{pad}{pad}{json.dumps('count')}: {flags['count']}")
-            for name in FLAG_COLUMNS:  # a column at a time, in pieces: never one Python list
-                pieces.append(f",\n{pad}{pad}{json.dumps(name)}: ")
-                pieces.extend(column_json(flags, name))
-            pieces.append(f"\n{pad}}}\n}}")
-            text = "".join(pieces)
-            del pieces
-        if path is not None:
-            _write_text(path, text)
-        return text
+        if flags is None:
+            yield text
+            return
+        pad = " " * (indent or 0)
+        yield text[: text.rindex("}")].rstrip()
+        yield f',\n{pad}"flags": {{\n{pad}{pad}{json.dumps("count")}: {flags["count"]}'
+        for name in FLAG_COLUMNS:  # a column at a time, in pieces: never one Python list
+            yield f",\n{pad}{pad}{json.dumps(name)}: "
+            yield from column_json(flags, name)
+        yield f"\n{pad}}}\n}}"
 
     def write_flags(self, path: str | Path) -> Path:
         """Write the row flags as Parquet, CSV or JSONL, chosen by the file extension."""

@@ -145,7 +145,7 @@ def test_a_write_that_fails_after_the_scan_is_exit_2_and_the_others_are_written(
     def full(self, path=None, **kw):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Report, "to_json", full)
+    monkeypatch.setattr(Report, "write_json", full)  # how the CLI writes --json
     html = tmp_path / "r.html"
     assert main(["audit", str(data), "--json", str(tmp_path / "r.json"), "--html", str(html)]) == 2
     err = capsys.readouterr().err
@@ -252,6 +252,10 @@ SLOW_WRITE = textwrap.dedent(
         print("WRITING", file=sys.stderr, flush=True)
         time.sleep(60)
     pathlib.Path.write_text = slow
+    from dataaudit._io import atomic_write
+    from dataaudit.report import Report
+    # --json is written piece by piece (Report.write_json), through atomic_write as well
+    Report.write_json = lambda self, path, **k: atomic_write(path, lambda p: slow(p, "{" * 10))
     from dataaudit.cli import main
     sys.exit(main(sys.argv[1:]))
     """

@@ -155,3 +155,15 @@ def test_a_table_read_as_a_dict_writes_what_it_holds_then(tmp_path):
     report.data["flags"]["row"] = [4]  # read as a dict, then changed: the change counts
     assert report.flags()["row"].to_list() == [4]
     assert "".join(column_json(report.data["flags"], "row")) == "[4]"
+
+
+def test_write_json_writes_the_bytes_to_json_writes(tmp_path, capsys):
+    report = audit(str(ROOT / "fixtures" / "classification"))
+    report.data["results"][0]["message"] = "lone \ud800 surrogate"  # U+FFFD in the file
+    text = report.to_json(tmp_path / "a.json")
+    assert report.write_json(tmp_path / "b.json") == tmp_path / "b.json"
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert "lone \ufffd surrogate" in (tmp_path / "b.json").read_text()
+    assert dict.__len__(report.data["flags"]) == 1 and text.count('"flags"') == 1
+    report.write_json("-")
+    assert capsys.readouterr().out == (tmp_path / "a.json").read_text()
