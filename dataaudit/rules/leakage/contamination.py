@@ -135,8 +135,10 @@ class NgramContamination(Rule):
         it streams.
         On top of that comes the working memory of one batch (its text, normalized text and
         n-gram hashes, 8 bytes per word); with ``workers``, the main process also holds up to
-        2 x workers chunk states on their way to being merged (at most 16k rows each, their
-        n-grams at 8 bytes per word).
+        2 x workers chunk states on their way to being merged (at most 16k rows each; on the
+        train index, their n-grams at 8 bytes per word). Measured (``bench/bench_memory.py``,
+        200k train + 5k test rows of 1k characters, workers=1): peak 593 MB on the train
+        index, 374 MB on the eval side's (363 MB without any index), the same CPU time.
 
     Why it matters:
         A 13-word overlap is the standard test (GPT-3, PaLM) for benchmark contamination: an eval
