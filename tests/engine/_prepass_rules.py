@@ -170,3 +170,18 @@ class PrepassRaises(SplitsSeen):
         if self.where == "prepass_finish":
             raise RuntimeError("boom in prepass_finish")
         return super().prepass_finish(pre, ctx)
+
+
+class PrepassDiesInWorker(SplitsSeen):
+    """Ends its worker process (SIGKILL) in its prepass; never in the test process itself."""
+
+    code = "PRE004"
+    name = "test.prepass-dies"
+
+    def prepass_update(self, pre, batch):
+        import multiprocessing
+        import signal
+
+        if multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().prepass_update(pre, batch)

@@ -202,3 +202,21 @@ def test_a_prepass_that_raises_on_ray_is_its_rules_error(ray_cluster, data, smal
     assert bad["status"] == "error"
     assert bad["message"].startswith("RuntimeError: boom in prepass_merge (at _prepass_rules.py:")
     assert report.result("PRE001")["details"]["rows"] == _expected_rows(data)
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_in_the_prepass_stops_the_scan_with_a_reason(data, small_chunks):
+    from tests.engine._prepass_rules import PrepassDiesInWorker
+
+    report = audit(
+        data,
+        select=["PRE004", "TXT001"],
+        workers=2,
+        batch_size=30,
+        extra_rules=[PrepassDiesInWorker],
+    )
+    for code in ("PRE004", "TXT001"):
+        result = report.result(code)
+        assert result["status"] == "error"
+        assert "a worker process died during the prepass (test rows" in result["message"]
+    assert not report.passed
