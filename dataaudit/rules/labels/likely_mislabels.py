@@ -183,7 +183,8 @@ class LikelyMislabels(Rule):
         n = len(kept)
         result.coverage = self._coverage(labeled, len(items), run)
         result.metric("rows_scored", n, Direction.HIGHER)
-        given = np.array([classes.index(it.label) for it in kept])
+        index = {c: j for j, c in enumerate(classes)}
+        given = np.array([index[it.label] for it in kept])
         p_given = run.proba[np.arange(n), given]
         flagged = np.flatnonzero(cl.issue)
         order = sorted(flagged.tolist(), key=lambda i: (p_given[i], kept[i].split, kept[i].row))
