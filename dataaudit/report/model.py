@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -437,12 +438,20 @@ class Report:
         flags = data.get("flags") if indent is not None else None
         if flags is not None:  # the flags table, one line per column, not one per value
             data = {k: v for k, v in data.items() if k != "flags"}
-        text = json.dumps(data, indent=indent, ensure_ascii=False, sort_keys=False, allow_nan=False)
         if flags is None:
-            yield text
+            yield json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False)
             return
-        pad = " " * (indent or 0)
-        yield text[: text.rindex("}")].rstrip()
+        # the rest of the report piece by piece as well (a rule's details can be megabytes):
+        # the same text as json.dumps, but its last "}", where the flags go
+        encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=indent)
+        held: deque[str] = deque()
+        for piece in encoder.iterencode(data):
+            held.append(piece)
+            if len(held) > 2:
+                yield held.popleft()
+        tail = "".join(held)
+        yield tail[: tail.rindex("}")].rstrip()
+        pad = " " * indent
         yield f',\n{pad}"flags": {{\n{pad}{pad}{json.dumps("count")}: {flags["count"]}'
         for name in FLAG_COLUMNS:  # a column at a time, in pieces: never one Python list
             yield f",\n{pad}{pad}{json.dumps(name)}: "
