@@ -472,7 +472,7 @@ def scan_parallel(
                 if prepass_input is not None and prepass_input[0]:
                     plan, source = prepass_input
                     _prepass_in_pool(pool, state, plan, source, ctx, workers, chunk_rows, progress)
-                prepared = _write_prepared(ctx)
+                prepared = _write_prepared(state, ctx)
                 for chunk in chunks():
                     active = [run.active for run in state.runs]
                     unsent = [chunk]
@@ -513,18 +513,19 @@ def scan_parallel(
     return state
 
 
-def _write_prepared(ctx: AuditContext) -> str | None:
+def _write_prepared(state: ScanState, ctx: AuditContext) -> str | None:
     """The prepass values pickled once into a file each worker process loads once (a file
-    rather than the chunks' arguments: a 100 MB value would travel with every chunk)."""
+    rather than the chunks' arguments: a 100 MB value would travel with every chunk). A value
+    that cannot be pickled is its rule's error."""
     import tempfile
 
-    values = ctx.resources.prepasses
-    if not values:
+    if not ctx.resources.prepasses:
         return None
+    blob = prepass.pickled(state, ctx, lambda: dict(ctx.resources.prepasses))
     fd, path = tempfile.mkstemp(prefix="dataaudit-prepass-", suffix=".pickle")
     try:
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(dict(values), f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(blob)
     except BaseException:
         os.unlink(path)
         raise

@@ -48,6 +48,7 @@ __all__ = [
     "finish",
     "fold",
     "has_prepass",
+    "pickled",
     "plan",
     "run_local",
     "stream",
@@ -212,6 +213,33 @@ def finish(state: ScanState, pres: dict[int, Any], ctx: AuditContext) -> None:
 def attach(ctx: AuditContext, values: dict[str, Any]) -> None:
     """Put the prepass values into ``ctx.resources`` (Resources is frozen: a new one)."""
     ctx.resources = dataclasses.replace(ctx.resources, prepasses=values)
+
+
+def pickled(state: ScanState, ctx: AuditContext, what: Any) -> bytes:
+    """``pickle.dumps(what())``, where ``what`` holds the prepass values: a value that cannot
+    be pickled is its rule's error and leaves ``ctx.resources`` (then ``what`` is pickled
+    again without it); the other rules go on."""
+    import pickle
+
+    try:
+        return pickle.dumps(what(), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        values = dict(ctx.resources.prepasses)
+        for run in state.runs:
+            if run.rule.code not in values:
+                continue
+            try:
+                pickle.dumps(values[run.rule.code], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                run.error, run.state = (
+                    "the rule's prepass value cannot be sent to the workers "
+                    f"({type(exc).__name__}: {exc}); make prepass_finish return plain data "
+                    "(numpy arrays, dicts, lists), or run with workers=1",
+                    None,
+                )
+                del values[run.rule.code]
+        attach(ctx, values)
+    return pickle.dumps(what(), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def detached(ctx: AuditContext) -> AuditContext:

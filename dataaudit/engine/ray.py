@@ -1033,7 +1033,7 @@ def scan_ray(
         if not _prepass_on_ray(scan, state, first, source, *args):
             return scan
     if ctx.resources.prepasses:  # one object: the context with the values, once per worker
-        ctx_blob = pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL)
+        ctx_blob = prepass.pickled(state, ctx, lambda: ctx)
         scan.key = key = hashlib.sha256(ctx_blob + pickle.dumps(rules)).hexdigest()
         scan.ctx_ref = [ray.put(ctx_blob)]
         del ctx_blob

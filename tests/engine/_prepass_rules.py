@@ -185,3 +185,13 @@ class PrepassDiesInWorker(SplitsSeen):
         if multiprocessing.parent_process() is not None:
             os.kill(os.getpid(), signal.SIGKILL)
         return super().prepass_update(pre, batch)
+
+
+class UnsendableValue(SplitsSeen):
+    """Its prepass value holds a lambda: it cannot reach a worker process."""
+
+    code = "PRE005"
+    name = "test.prepass-unsendable"
+
+    def prepass_finish(self, pre, ctx):
+        return {"check": lambda row: row}

@@ -220,3 +220,25 @@ def test_a_worker_that_dies_in_the_prepass_stops_the_scan_with_a_reason(data, sm
         assert result["status"] == "error"
         assert "a worker process died during the prepass (test rows" in result["message"]
     assert not report.passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["workers", "ray"])
+def test_a_value_that_cannot_be_sent_is_its_rules_error(data, small_chunks, engine, request):
+    from tests.engine._prepass_rules import UnsendableValue
+
+    run = {"workers": 2} if engine == "workers" else {"engine": "ray"}
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
+    report = audit(
+        data,
+        select=[*SELECT, "PRE005"],
+        batch_size=30,
+        extra_rules=[*RULES, UnsendableValue],
+        **run,
+    )
+    bad = report.result("PRE005")
+    assert bad["status"] == "error"
+    assert bad["message"].startswith("the rule's prepass value cannot be sent to the workers")
+    assert report.result("PRE001")["details"]["rows"] == _expected_rows(data)
+    assert report.result("PRE002")["details"] == {"prepass": {"test": [150, True]}}
