@@ -15,8 +15,9 @@ The engine reads the union of the rules' prepass splits once (each batch goes to
 asked for its split), then the scan, the rules' ``start`` and ``finish`` see the value as
 ``ctx.resources.prepared(code)`` / ``batch.resources.prepared(code)`` (None when no prepass ran
 for the rule). Locally it is one pass before the scan; with workers, chunks fold in the worker
-processes and merge in the parent; on Ray, chunks fold in tasks and merge and finish on the
-driver. The value travels once per worker process, apart from the context's other resources
+processes and merge in the parent; on Ray, the splits are read as the scan reads them (files
+on the workers), chunks fold in tasks and merge and finish on the driver. A corpus partitioned
+by a column (``split=``) is read whole to find those splits' rows. The value travels once per worker process, apart from the context's other resources
 (:func:`detached`): a file the workers load once (workers=N), one object in Ray's store that
 each worker process gets once. A prepass that raises is its rule's error; the other rules run.
 Rows read here are read again by the scan, which alone counts them (row counts, fingerprints).
