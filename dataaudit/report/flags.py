@@ -96,13 +96,7 @@ def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
     score = np.concatenate(scores) if scores else np.zeros(0, np.float64)
     text = {"id": _bounded_text(_concat(ids), _MAX_ID), "cluster": _concat(clusters)}
     del rows, scores, ids, clusters  # the blocks' copies: only the table's columns from here
-    keys = {  # every column as integers (or floats) that sort as its values; null first
-        **{name: rank for name, (_, rank) in ranks.items()},
-        "row": row,
-        "score": np.where(np.isnan(score), -np.inf, score),
-        **{name: _text_ranks(array) for name, array in text.items()},
-    }
-    order = _sorted_unique([keys[name] for name in _FLAG_ORDER])
+    order = _sorted_unique({name: rank for name, (_, rank) in ranks.items()}, row, score, text)
     columns: dict[str, Any] = {
         name: _dictionary(distinct, rank[order]) for name, (distinct, rank) in ranks.items()
     }
@@ -114,19 +108,51 @@ def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
     return FlagTable(len(order), columns)
 
 
-def _sorted_unique(keys: list[Any]) -> Any:
-    """The positions that sort the rows by ``keys`` (the first the most significant), each
-    distinct row once: equal rows are neighbours once sorted."""
+def _sorted_unique(
+    ranks: dict[str, Any], row: Any, score: Any, text: dict[str, pa.ChunkedArray]
+) -> Any:
+    """The positions that sort the flags by _FLAG_ORDER, each distinct flag once. Sorted by
+    split, row and code first; only the flags that tie on those (a row one rule flags more
+    than once) are sorted by the other columns (the text ranked for them alone), and a
+    duplicate is a flag equal to the one before it in every column."""
     import numpy as np
+    import pyarrow as pa
 
-    order = np.lexsort(keys[::-1])
+    first = [ranks["split"], row, ranks["code"]]
+    order = np.lexsort(first[::-1])
     if order.size < 2:
         return order
-    differs = np.zeros(order.size - 1, bool)
-    for key in keys:
+    ties = np.ones(order.size - 1, bool)
+    for key in first:
         ordered = key[order]
-        differs |= ordered[1:] != ordered[:-1]
-    return order[np.concatenate([[True], differs])]
+        ties &= ordered[1:] == ordered[:-1]
+    if not ties.any():
+        return order
+    member = np.zeros(order.size, bool)  # in a run of flags that tie, in sorted order
+    member[1:] |= ties
+    member[:-1] |= ties
+    run = np.cumsum(np.concatenate([[True], ~ties]))[member]
+    sub = order[member]
+    taken = pa.array(sub)
+    keys = [  # null first: ranks -1 or 0, scores -inf
+        run,
+        _text_ranks(text["cluster"].take(taken)),
+        ranks["detail"][sub],
+        ranks["action"][sub],
+        ranks["severity"][sub],
+        _text_ranks(text["id"].take(taken)),
+        np.where(np.isnan(score[sub]), -np.inf, score[sub]),
+    ]
+    within = np.lexsort(keys[::-1])
+    at = np.flatnonzero(member)
+    order[at] = sub[within]
+    same = np.ones(within.size - 1, bool)
+    for key in keys:
+        ordered = key[within]
+        same &= ordered[1:] == ordered[:-1]
+    keep = np.ones(order.size, bool)
+    keep[at[1:][same]] = False
+    return order[keep]
 
 
 def _coded(value: Any, n: int, null: str | None = None) -> tuple[list[Any], Any]:
