@@ -60,11 +60,11 @@ _FLAG_ORDER = ["split", "row", "code", "cluster", "detail", "action", "severity"
 def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
     """Every rule's flags as the report's table: severity and action resolved, untrusted text
     bounded, duplicates removed, sorted by _FLAG_ORDER. Built from the rules' column blocks
-    with one sort of integer keys (text ranked by Arrow): flags can be millions, and a Python
+    sorted as integer keys (text ranked by Arrow): flags can be millions, and a Python
     object or a row of strings per flag is what made the driver's peak grow with the corpus."""
     import numpy as np
-    import pyarrow as pa
 
+    from ..features.arrays import take
     from ..rule import Flags
 
     coded: dict[str, list[tuple[list[Any], Any]]] = {name: [] for name in DICT_COLUMNS}
@@ -102,9 +102,8 @@ def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
     }
     columns["row"] = row[order]
     columns["score"] = score[order]
-    taken = pa.array(order)
     for name, array in text.items():
-        columns[name] = array.take(taken)
+        columns[name] = take(array, order)
     return FlagTable(len(order), columns)
 
 
@@ -116,7 +115,8 @@ def _sorted_unique(
     than once) are sorted by the other columns (the text ranked for them alone), and a
     duplicate is a flag equal to the one before it in every column."""
     import numpy as np
-    import pyarrow as pa
+
+    from ..features.arrays import take
 
     first = [ranks["split"], row, ranks["code"]]
     order = np.lexsort(first[::-1])
@@ -133,14 +133,13 @@ def _sorted_unique(
     member[:-1] |= ties
     run = np.cumsum(np.concatenate([[True], ~ties]))[member]
     sub = order[member]
-    taken = pa.array(sub)
     keys = [  # null first: ranks -1 or 0, scores -inf
         run,
-        _text_ranks(text["cluster"].take(taken)),
+        _text_ranks(take(text["cluster"], sub)),
         ranks["detail"][sub],
         ranks["action"][sub],
         ranks["severity"][sub],
-        _text_ranks(text["id"].take(taken)),
+        _text_ranks(take(text["id"], sub)),
         np.where(np.isnan(score[sub]), -np.inf, score[sub]),
     ]
     within = np.lexsort(keys[::-1])
@@ -162,20 +161,20 @@ def _coded(value: Any, n: int, null: str | None = None) -> tuple[list[Any], Any]
     import numpy as np
     import pyarrow as pa
 
+    from ..features.arrays import fixed, strings
+
     if value is None or isinstance(value, str):
         return [null if value is None else value], np.zeros(n, np.int32)
     if isinstance(value, list):
-        value = pa.array(value, pa.large_string())
+        value = strings(value)
     if not pa.types.is_dictionary(value.type):
         value = value.dictionary_encode()
     values = value.dictionary.to_pylist()
-    index = value.indices.to_numpy(zero_copy_only=False)
-    if value.null_count:  # the nulls' index: -1, or the place of ``null`` among the values
-        index = np.where(value.is_null().to_numpy(zero_copy_only=False), -1, index)
-        if null is not None:
-            values.append(null)
-            index[index < 0] = len(values) - 1
-    return values, index.astype(np.int32, copy=False)
+    index = fixed(value.indices, -1).astype(np.int32)  # -1: null
+    if null is not None and value.null_count:  # the place of ``null`` among the values
+        values.append(null)
+        index[index < 0] = len(values) - 1
+    return values, index
 
 
 def _ranks(parts: list[tuple[list[Any], Any]]) -> tuple[list[str], Any]:
@@ -213,14 +212,16 @@ def _text(value: Any, n: int) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
+    from ..features.arrays import numeric_array, strings, take
+
     if value is None:
         return pa.nulls(n, pa.large_string())
     if isinstance(value, str):
-        return pa.array([value], pa.large_string()).take(pa.array(np.zeros(n, np.int32)))
+        return take(strings([value]), np.zeros(n, np.int64))
     if isinstance(value, list):
-        return pa.array(value, pa.large_string())
+        return strings(value)
     if isinstance(value, np.ndarray):
-        return pa.array(value).cast(pa.large_string())
+        return numeric_array(value).cast(pa.large_string())
     return value.cast(pa.large_string())
 
 
@@ -235,11 +236,14 @@ def _text_ranks(array: pa.ChunkedArray) -> Any:
     import numpy as np
     import pyarrow.compute as pc
 
+    from ..features.arrays import fixed, validity
+
     if not len(array):
         return np.zeros(0, np.int64)
-    rank = pc.rank(array, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
-    if array.null_count:
-        rank[array.is_null().to_numpy(zero_copy_only=False)] = 0
+    rank = fixed(pc.rank(array, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
+    valid = validity(array)
+    if valid is not None:
+        rank[~valid] = 0
     return rank
 
 
@@ -253,17 +257,16 @@ def _bounded_text(array: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from ..features.arrays import fixed, mask_array, strings, take
+
     if not len(array):
         return array
-    long = pc.fill_null(pc.greater(pc.utf8_length(array), limit), False)
-    at = np.flatnonzero(long.to_numpy(zero_copy_only=False))
+    long = fixed(pc.utf8_length(array), 0) > limit  # null: not long
+    at = np.flatnonzero(long)
     if not at.size:
         return array
-    cut = [shorten(v, limit) for v in array.take(pa.array(at)).to_pylist()]
-    mask = long.combine_chunks()
-    return pa.chunked_array(
-        [pc.replace_with_mask(array.combine_chunks(), mask, pa.array(cut, array.type))]
-    )
+    cut = strings([shorten(v, limit) for v in take(array, at).to_pylist()], array.type)
+    return pa.chunked_array([pc.replace_with_mask(array.combine_chunks(), mask_array(long), cut)])
 
 
 def _json_list(values: list[Any]) -> str:
