@@ -284,7 +284,7 @@ def column_json(flags: Mapping[str, Any], name: str) -> Iterator[str]:
 
 class FlagTable(dict):
     """The report's row flags table (``Report.data["flags"]``), held as columns: numpy and
-    Arrow arrays, ~40 bytes a flag, not the ~300 of the report's encoding as Python lists.
+    Arrow arrays, ~65 bytes a flag, not the ~300 of the report's encoding as Python lists.
 
     It reads as the stored encoding (a dict: count, one list per column, the few-valued
     columns as ``{values, index}``), built the first time anything but ``count`` is read;
