@@ -52,7 +52,9 @@ their first end, are verified one partition at a time with both ends' payload ta
 files through memory maps (:class:`PayloadRows`, :func:`verify_rows`), one batch mapped at a
 time. Most rows never become candidates, so most of the payload (DUP002: ~2 KB a row) is
 written and never read again; the partitioned form read each partition whole twice and wrote
-the first ends' payload a second time (measured in the commit that made this change).
+the first ends' payload a second time. Measured against it (``audit(select=["DUP002"],
+workers=2)``, 1M recombined Python-docs documents): parent CPU 17.4 -> 14.1 s, parent peak
+1,263 -> 704 MB; the 5M-document run of ``bench/bench_scale.py --spill``: 4,004 -> 2,460 MB.
 A rule's ``fetch_columns`` (DUP002's snippets and shingle sets, LBL001's snippets) are what
 its finish reads for a few members only (the findings' examples): the finish reads them from
 those files (:meth:`Clusters.fetch`) instead of every member carrying them; where the finish
@@ -279,12 +281,27 @@ class MemorySpill:
 #: writing every piece (the page cache keeps them anyway); at 1M rows CPU was unchanged. Why:
 #: a piece is a zero-copy slice of its batch's cut (:func:`_cut`), so holding one partition's
 #: piece keeps the whole batch alive (measured: a 218 KB piece of a 150k-key batch held
-#: 3.5 MB), 16x what the budget counted; a budget that means bytes would copy its pieces
+#: 3.5 MB), 16x what the budget counted. Held pieces are copies now, and the by-row payload
+#: is held too (:meth:`DiskSpill.add_rows`); measured again (DUP002, bench_dedup's 40k
+#: shared-passage documents, workers=1, three runs each, load ~8): 256 MB held saved
+#: 0.1-0.3 of ~3.3 CPU-s (the writes; within the run-to-run spread) for a peak ~110 MB higher
+#: (370 -> 480 MB), so the default stays 0
 SPILL_BUDGET = 0
 
 
 #: bytes of payload rows a :class:`DiskSpill` gathers into one batch before writing it
 ROWS_BATCH_BYTES = 16 << 20
+
+
+def _row_span(batch: pa.RecordBatch) -> tuple[int, int]:
+    """The node ids (:func:`_node_ids`) of a payload batch's first and last rows."""
+    ends = pa.array([0, batch.num_rows - 1])
+    split = batch.column("split").take(ends)
+    if not pa.types.is_integer(split.type):
+        raise TypeError("the payload spilled by row names its split by rank")
+    rows = np.asarray(batch.column("row").take(ends).to_numpy(), np.int64)
+    ids = (np.asarray(split.to_numpy(), np.int64) << 40) | rows
+    return int(ids[0]), int(ids[1])
 
 
 def _same_split(a: pa.Table, b: pa.Table) -> bool:
@@ -314,6 +331,7 @@ class DiskSpill:
         self.memory: dict[tuple[Any, int], list[pa.Table]] = {}
         self.blocks: dict[str, list[tuple[int, int, int, int]]] = {}  # add_rows' batches
         self.pending: dict[str, list[pa.Table]] = {}  # add_rows' pieces not written yet
+        self.rows: dict[str, list[tuple[pa.RecordBatch, int, int]]] = {}  # held, under budget
         if self.owner:  # an audit that raised mid-scan leaves no partitions behind
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
@@ -329,6 +347,8 @@ class DiskSpill:
         # a partition's pieces read back in the order they came: none to memory after its first
         # on disk
         if held + size <= self.budget and (index, p) not in self.writers:
+            # a copy: a piece is a slice of its batch's cut, which would stay alive whole
+            piece = piece.take(pa.array(np.arange(piece.num_rows)))
             self.memory.setdefault((index, p), []).append(piece)
             self.held += size
             return
@@ -373,6 +393,13 @@ class DiskSpill:
             if (rows[order][1:] == rows[order][:-1]).any():
                 raise ValueError("emit_rows() gave a row twice (or a row of another batch)")
             table = table.take(pa.array(order)).combine_chunks()
+        held = self.held + (self.shared.held if self.shared is not None else 0)
+        if held + table.nbytes <= self.budget and (name, -1) not in self.writers:
+            for batch in table.to_batches():  # under the budget: kept here, not written
+                if batch.num_rows:
+                    self.rows.setdefault(name, []).append((batch, *_row_span(batch)))
+            self.held += table.nbytes
+            return
         writer = self.writers.get((name, -1))
         if writer is None:
             folder = self.root / name
@@ -384,22 +411,17 @@ class DiskSpill:
         for batch in table.to_batches():
             if not batch.num_rows:
                 continue
-            ends = pa.array([0, batch.num_rows - 1])
-            split = batch.column("split").take(ends)
-            if not pa.types.is_integer(split.type):
-                raise TypeError("the payload spilled by row names its split by rank")
-            rows = np.asarray(batch.column("row").take(ends).to_numpy(), np.int64)
-            ids = (np.asarray(split.to_numpy(), np.int64) << 40) | rows
             at = sink.tell()
             stream.write_batch(batch)
-            self.blocks[name].append((at, sink.tell() - at, int(ids[0]), int(ids[1])))
+            self.blocks[name].append((at, sink.tell() - at, *_row_span(batch)))
 
     def payload(self, index: int, splits: list[str]) -> PayloadRows | None:
         """The payload rows :meth:`add_rows` wrote for rule ``index`` (every writer's), once
         the writers are closed; None if there are none."""
         folder = self.root / rows_index(index)
         paths = sorted(folder.glob("*.arrow")) if folder.is_dir() else []
-        return PayloadRows(paths, splits) if paths else None
+        held = self.rows.get(rows_index(index), [])
+        return PayloadRows(paths, splits, held) if paths or held else None
 
     def close(self) -> None:
         for name in list(self.pending):
@@ -431,7 +453,7 @@ class DiskSpill:
         return pa.concat_tables(pieces) if pieces else None
 
     def remove(self) -> None:
-        self.memory, self.held = {}, 0
+        self.memory, self.rows, self.held = {}, {}, 0
         self.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -444,10 +466,17 @@ class PayloadRows:
     map asks the kernel for a whole batch on every read, and a file kept mapped would count
     every page read around a row in this process's RSS)."""
 
-    def __init__(self, paths: list[Path], splits: list[str]):
+    def __init__(
+        self,
+        paths: list[Path],
+        splits: list[str],
+        held: list[tuple[pa.RecordBatch, int, int]] = (),
+    ):
         self.paths, self.splits = [str(p) for p in paths], splits
         self.schemas = []
-        blocks = []
+        self.held = [batch for batch, _, _ in held]  # batches kept in memory (file -1 - i)
+        blocks = [np.array([[-1 - i, 0, 0, lo, hi] for i, (_, lo, hi) in enumerate(held)])]
+        blocks = [b for b in blocks if len(b)]
         for f, path in enumerate(self.paths):
             index = np.load(path[: -len(".arrow")] + ".idx.npy")
             with pa.OSFile(path, "rb") as source:
@@ -475,7 +504,7 @@ class PayloadRows:
             if hi > lo:
                 pieces.append(self._rows(int(at[lo]), uniq[lo:hi] & ((1 << 40) - 1), columns))
         if not pieces:
-            schema = self.schemas[0] if self.schemas else pa.schema([])
+            schema = self.schemas[0] if self.schemas else self.held[0].schema
             names = ["split", "row", *columns] if columns is not None else schema.names
             return pa.schema([schema.field(n) for n in names]).empty_table()
         table = pa.concat_tables(pieces, promote_options="default")
@@ -484,10 +513,13 @@ class PayloadRows:
         return table.take(pa.array(inverse))
 
     def _rows(self, b: int, rows: np.ndarray, columns: list[str] | None) -> pa.Table:
-        """Rows ``rows`` of batch ``b``, copied out of a mapping of that batch alone."""
+        """Rows ``rows`` of batch ``b``, copied out of a mapping of that batch alone (or taken
+        from the batch held in memory)."""
         import mmap
 
         f, offset, length = int(self.file[b]), int(self.offset[b]), int(self.length[b])
+        if f < 0:
+            return pa.Table.from_batches([_take_rows(self.held[-1 - f], rows, columns)])
         start = offset - offset % mmap.ALLOCATIONGRANULARITY
         with open(self.paths[f], "rb") as fh:
             view = mmap.mmap(fh.fileno(), offset + length - start, offset=start,
@@ -498,18 +530,24 @@ class PayloadRows:
             if message.type == "schema":  # the stream's first batch comes after its schema
                 message = pa.ipc.read_message(buf)
             batch = pa.ipc.read_record_batch(message, self.schemas[f])
-            if columns is not None:
-                batch = batch.select(["split", "row", *columns])
-            have = batch.column("row").to_numpy()
-            pos = np.minimum(np.searchsorted(have, rows), len(have) - 1)
-            if not (have[pos] == rows).all():
-                raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
-            out = pa.Table.from_batches([batch.take(pa.array(pos))])
-            del buf, message, batch, have  # no view of the mapping left: it can close
+            out = pa.Table.from_batches([_take_rows(batch, rows, columns)])
+            del buf, message, batch  # no view of the mapping left: it can close
         finally:
             with contextlib.suppress(BufferError):  # still exported: unmapped with the last
                 view.close()
         return out
+
+
+def _take_rows(batch: pa.RecordBatch, rows: np.ndarray, columns: list[str] | None):
+    """Rows ``rows`` (row ids) of a payload batch (in row order), copied: split, row and
+    ``columns`` (default all)."""
+    if columns is not None:
+        batch = batch.select(["split", "row", *columns])
+    have = batch.column("row").to_numpy()
+    pos = np.minimum(np.searchsorted(have, rows), len(have) - 1)
+    if not (have[pos] == rows).all():
+        raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
+    return batch.take(pa.array(pos))
 
 
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:

@@ -260,15 +260,16 @@ def test_only_the_candidates_payload_is_read(monkeypatch):
     assert 0 < len(set(taken)) <= 4  # the four candidates, not the 304 rows with a payload
 
 
-def test_payload_rows_are_found_by_row_across_writers(tmp_path):
+@pytest.mark.parametrize("budget", [0, 1 << 30])  # on disk; held in memory (under budget)
+def test_payload_rows_are_found_by_row_across_writers(tmp_path, budget):
     # two writers (processes), batches of several splits: every row is found, a row without a
     # payload is an error; emit_rows gives rows in row order, and a row given twice is the
     # rule's error
     from dataaudit.engine.state import RuleRun
 
     splits = ["train", "test"]
-    store = keyed_engine.DiskSpill(tmp_path)
-    other = keyed_engine.DiskSpill(tmp_path)
+    store = keyed_engine.DiskSpill(tmp_path, budget=budget)
+    other = keyed_engine.DiskSpill(tmp_path, budget=0)  # a worker's: always on disk
     for spill, split, rows in (
         (store, "train", [1, 2, 3]),
         (other, "test", [5, 7]),
@@ -283,6 +284,7 @@ def test_payload_rows_are_found_by_row_across_writers(tmp_path):
             ),
         )
     store.close(), other.close()
+    assert bool(store.rows) == (budget > 0)
     rows = store.payload(0, splits)
     ids = [(0 << 40) | 11, (1 << 40) | 5, (0 << 40) | 1, (1 << 40) | 0, (0 << 40) | 11]
     got = rows.take(np.array(ids), ["text"])
