@@ -6,7 +6,8 @@
 
 Checks: options stored verbatim (smoke values of each option's type, so coercing, clamping or
 copying constructors fail); the docstring has its sections; empty input finishes;
-``merge(start, s) == s`` both ways; shards merged in any grouping equal one pass; a pickled
+``merge(start, s) == s`` both ways; shards merged in any grouping equal one pass (a rule with a
+prepass gets its broadcast value, as the engines give it, its prepass cut the same way); a pickled
 state finishes the same; ``update`` changes neither the batch nor the shared features it read
 (compared field by field); ``start`` does no I/O; ``merge`` refuses states built with other
 options, seeds or tokenizers (ValueError). A check that cannot apply raises

@@ -64,6 +64,7 @@ class Case:
         self._loaded: tuple[Corpus, dict[str, pa.Table], Any] | None = None
         self._resources: Resources | None = None
         self._contexts: dict[tuple[int, bool], AuditContext] = {}
+        self._prepared: dict[tuple[Any, ...], Any] = {}
         self._one_pass: dict[int, RuleResult] = {}
 
     @property
@@ -138,9 +139,18 @@ class Case:
             corpus, seed=self.seed if seed is None else seed, resources=resources
         )
 
-    def context(self, *, seed: int | None = None, tokenizer: bool = True) -> AuditContext:
+    def context(
+        self,
+        *,
+        seed: int | None = None,
+        tokenizer: bool = True,
+        rule: Rule | None = None,
+        grouping: str | None = None,
+    ) -> AuditContext:
         """A fresh context, as ``audit()`` builds it: tokenizer resolved, reference sketched
-        (only for the case's own seed and tokenizer; the variations only fold)."""
+        (only for the case's own seed and tokenizer; the variations only fold), and the
+        prepass value of ``rule`` (default: the case's rule) if it has a prepass, as the
+        engines broadcast it (``grouping``: see :meth:`prepare`)."""
         seed = self.seed if seed is None else seed
         key = (seed, tokenizer)
         if key not in self._contexts:
@@ -160,16 +170,57 @@ class Case:
                     ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
             self._contexts[key] = ctx
         ctx = self._contexts[key]
-        return dataclasses.replace(
+        fresh = dataclasses.replace(
             ctx,
             splits={n: dataclasses.replace(s) for n, s in ctx.splits.items()},
             input_log=copy.deepcopy(ctx.input_log),
         )
+        return self.prepare(self.rule() if rule is None else rule, fresh, key, grouping)
+
+    def prepare(
+        self, rule: Rule, ctx: AuditContext, key: Any = None, grouping: str | None = None
+    ) -> AuditContext:
+        """``ctx`` with ``rule``'s prepass value (``ctx.resources.prepared(code)``), folded
+        from its prepass splits in one pass, or (``grouping`` "(a+b)+c" / "a+(b+c)") in three
+        shards merged that way, as workers and Ray merge them, or ("empty") from no rows. A rule without a prepass, or
+        whose prepass reads no split here, gets ``ctx`` as it is (None, as the engines give)."""
+        from ..engine import prepass
+
+        if not prepass.has_prepass(rule):
+            return ctx
+        splits = set(rule.prepass_splits(ctx))
+        if not splits:
+            return ctx
+        memo = (key, rule.code, repr(sorted(rule.get_params().items())), grouping)
+        if memo not in self._prepared:
+            batches = [b for b in self.batches(16) if b[0] in splits]
+
+            def fold(part: Batches) -> Any:
+                pre = rule.prepass_start(ctx)
+                for split, offset, rb in part:
+                    pre = rule.prepass_update(pre, ctx.batch(split, rb, offset))
+                return pre
+
+            if grouping is None:
+                pre = fold(batches)
+            elif grouping == "empty":  # the prepass of an audit whose splits have no rows
+                pre = fold([])
+            else:
+                third = len(batches) // 3
+                a, b, c = map(
+                    fold, (batches[:third], batches[third : 2 * third], batches[2 * third :])
+                )
+                merge = rule.prepass_merge
+                pre = merge(merge(a, b), c) if grouping == "(a+b)+c" else merge(a, merge(b, c))
+            self._prepared[memo] = rule.prepass_finish(pre, ctx)
+        prepass.attach(ctx, {**ctx.resources.prepasses, rule.code: self._prepared[memo]})
+        return ctx
 
     # -- running the rule -------------------------------------------------------------------------
     def runnable(self, **overrides: Any) -> tuple[Rule, AuditContext]:
         """The rule and a context, or ConformanceSkip naming why the rule skips this data."""
-        rule, ctx = self.rule(**overrides), self.context()
+        rule = self.rule(**overrides)
+        ctx = self.context(rule=rule)
         reason = rule.skip_reason(ctx)
         if reason is not None:
             raise ConformanceSkip(

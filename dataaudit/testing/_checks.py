@@ -118,10 +118,11 @@ def check_docstring(case: Case) -> None:
 # -- state contract --------------------------------------------------------------------------------
 def check_empty_input(case: Case) -> None:
     """A split with no rows (or a shard that saw none) finishes with a result."""
-    rule, ctx = case.runnable()
+    rule, _ = case.runnable()
+    ctx = case.context(rule=rule, grouping="empty")  # its prepass, if any, saw no rows either
     zeros = dict.fromkeys(ctx.splits, 0)
     canonical(case.finish(rule, rule.start(ctx), ctx, zeros))
-    ctx = case.context()
+    ctx = case.context(rule=rule, grouping="empty")
     canonical(case.finish(rule, rule.merge(rule.start(ctx), rule.start(ctx)), ctx, zeros))
 
 
@@ -146,7 +147,8 @@ def check_merge_identity(case: Case) -> None:
 
 def check_split_and_merge(case: Case) -> None:
     """Shards merged in any grouping equal one pass (workers and batch sizes do not matter;
-    for a keyed rule neither do the shuffle's partitions or the order its rows arrive in)."""
+    for a keyed rule neither do the shuffle's partitions or the order its rows arrive in; for
+    a rule with a prepass, neither does how its prepass was cut and merged)."""
     full = canonical(case.verdict())
     rule, _ = case.runnable()
     batches = case.batches(7)
@@ -154,7 +156,7 @@ def check_split_and_merge(case: Case) -> None:
     third = len(batches) // 3
     parts = (batches[:third], batches[third : 2 * third], batches[2 * third :])
     for label in ("(a+b)+c", "a+(b+c)"):
-        ctx = case.context()
+        ctx = case.context(rule=rule, grouping=label)  # a prepass merged the same way
         a, b, c = (case.fold(rule, ctx, part) for part in parts)
         merged = (
             rule.merge(rule.merge(a, b), c)
@@ -277,7 +279,8 @@ def check_merge_refuses_incompatible_states(case: Case) -> None:
     shaped: list[tuple[str, Any, str]] = []  # (what, its state, where it differs from own)
     variations = _variations(case, base)
     for what, overrides, ctx_args in variations:
-        other, other_ctx = case.rule(**overrides), case.context(**ctx_args)
+        other = case.rule(**overrides)
+        other_ctx = case.context(rule=other, **ctx_args)
         reason = other.skip_reason(other_ctx)
         try:
             variant = None if reason else case.fold(other, other_ctx, batches)

@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -142,3 +143,18 @@ def test_the_sample_data_is_deterministic() -> None:
     assert sample_data(seed=3) == sample_data(seed=3)
     assert sample_data(seed=3) != sample_data(seed=4)
     assert sample_data("chat") == sample_data("chat")
+
+
+@pytest.mark.parametrize(
+    "code, mode",
+    [
+        ("LEAK001", lambda d: d["mode"] == "broadcast"),
+        ("LEAK002", lambda d: d["index"]["mode"] == "eval-index"),
+    ],
+)
+def test_rules_with_a_prepass_are_checked_on_its_value(
+    cases: dict[str, Case], code: str, mode: Callable[[dict], bool]
+) -> None:
+    """The suite gives a prepass rule its broadcast value, as the engines do, so the checks
+    above ran its broadcast path, not only its fallback."""
+    assert mode(cases[code].verdict().details), cases[code].verdict().details

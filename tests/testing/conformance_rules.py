@@ -216,3 +216,60 @@ class NoVerdict(WordRows):
 
     def finish(self, state: dict[str, Any], ctx: Any) -> RuleResult:
         return RuleResult(skipped="needs a setting the sample does not have")
+
+
+class EvalLengths(WordRows):
+    """Train rows as long as an eval row: the eval lengths come from a prepass.
+
+    What it does:
+        Reads the eval splits first (a prepass), broadcasts their rows' text lengths, and
+        flags the train rows of one of those lengths.
+
+    Why it matters:
+        The conformance suite's own tests need a rule with a prepass that keeps the contract.
+
+    Example:
+        A test row of 12 characters makes every 12-character train row a hit.
+
+    Options:
+        word: unused here (kept from WordRows, default "storm").
+        min_rows: fewer matching rows are not a finding (default 1).
+    """
+
+    code = "TST002"
+
+    def prepass_splits(self, ctx: Any) -> list[str]:
+        return ctx.eval_splits()
+
+    def prepass_start(self, ctx: Any) -> list[int]:
+        return []
+
+    def prepass_update(self, pre: list[int], batch: Any) -> list[int]:
+        return pre + [len(t) for t in batch.text.to_pylist() if t]
+
+    def prepass_merge(self, a: list[int], b: list[int]) -> list[int]:
+        return a + b
+
+    def prepass_finish(self, pre: list[int], ctx: Any) -> list[int]:
+        return sorted(set(pre))
+
+    def update(self, state: dict[str, Any], batch: Any) -> dict[str, Any]:
+        lengths = set(batch.resources.prepared(self.code) or ())
+        if batch.split == "train":
+            texts = batch.text.to_pylist()
+            state["hits"] += [
+                (batch.split, batch.offset + i)
+                for i, t in enumerate(texts)
+                if t and len(t) in lengths
+            ]
+        rows = state["rows"]
+        rows[batch.split] = rows.get(batch.split, 0) + batch.num_rows
+        state["shingles"].setdefault(batch.split, 0)
+        return state
+
+
+class DropsPrepassShard(EvalLengths):
+    """What it does: x. Why it matters: x. Example: x. Options: x."""
+
+    def prepass_merge(self, a: list[int], b: list[int]) -> list[int]:
+        return a  # the later shard's eval lengths are lost: workers see fewer than one pass

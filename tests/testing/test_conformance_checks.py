@@ -15,7 +15,9 @@ from tests.testing.conformance_rules import (
     Clamping,
     Connects,
     DropsB,
+    DropsPrepassShard,
     EmptyCrash,
+    EvalLengths,
     MaxNotSum,
     MergeKeyError,
     MergesAnyWord,
@@ -107,3 +109,13 @@ def test_merge_refuses_incompatible_states() -> None:
 def test_merge_refuses_with_a_value_error() -> None:
     with pytest.raises(AssertionError, match="raised KeyError.*instead of a ValueError"):
         check_rule(MergeKeyError, checks=["merge_refuses_incompatible_states"])
+
+
+def test_split_and_merge_also_cuts_the_prepass() -> None:
+    """A rule with a prepass is checked on its broadcast value, its prepass merged from shards
+    as workers and Ray merge it: a prepass_merge that drops a shard fails."""
+    report = check_rule(EvalLengths, checks=["empty_input", "merge_identity", "split_and_merge"])
+    assert report.passed == ["empty_input", "merge_identity", "split_and_merge"]
+    assert report.findings == 1  # train rows matched eval lengths: the value reached update
+    with pytest.raises(AssertionError, match="split_and_merge: .*differ from one pass"):
+        check_rule(DropsPrepassShard, checks=["split_and_merge"])
