@@ -259,7 +259,8 @@ class OvRLogistic:
         # classes x features, column-major: predict's x @ coef_.T reads it in place (row-major,
         # scipy would copy all of it, 130 MB for 60 classes, on every call)
         coef = np.zeros((x.shape[1], len(positives)))
-        coef[hot] = np.ascontiguousarray(local.T)  # whole rows: 6x faster than columns
+        coef[hot] = local.T  # whole rows: 3x faster than columns (no contiguous copy: 66 MB)
+        local = None  # freed before predict's arrays are made
         self.coef_ = coef.T
         self.intercept_ = np.array([b for b, _, _ in out], np.float64)
         self.n_iter_ = max(e for _, e, _ in out)
