@@ -55,9 +55,9 @@ class LikelyMislabels(Rule):
             training on all of them instead of 20k raised precision from 0.34 to 0.38 at the
             same recall). Rows beyond it are still scored.
         max_scored: scoring cap: at most this many labeled rows are kept and scored (the same
-            seeded order; default 500000: about a minute on 2 cores, and up to ``max_chars``
-            characters of memory per row). Beyond it the report's coverage is partial and says
-            so; raise it to score everything.
+            seeded order; default 500000: ~27 CPU-seconds of finish on 2 cores, and up to
+            ``max_chars`` characters of memory per row). Beyond it the report's coverage is
+            partial and says so; raise it to score everything.
         folds: cross-validation folds for out-of-fold probabilities (default 5).
         min_rows: skip the probe below this many usable sampled rows (default 50).
         min_class_rows: classes with fewer sampled rows are left out of the probe (default 5).
