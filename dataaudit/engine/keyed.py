@@ -46,15 +46,17 @@ So the payload crosses the network once per (row, partition of a partner), never
 or per pair, and no process holds more than one partition's rows.
 
 Locally the payload is not partitioned, and only the candidates' rows are read: the spill
-writes it once, as it comes (:meth:`DiskSpill.add_rows`: one Arrow IPC file per writer, each
-batch one split's rows in row order); the first hop's candidate pairs, cut by the partition of
-their first end, are verified one partition at a time with both ends' payload taken from those
-files through memory maps (:class:`PayloadRows`, :func:`verify_rows`), one batch mapped at a
-time. Most rows never become candidates, so most of the payload (DUP002: ~2 KB a row) is
+writes it once, as it comes (:meth:`DiskSpill.add_rows`: one Arrow stream per writer, each
+batch one split's rows in row order, with an index of the batches' byte ranges and rows); the
+first hop's candidate pairs, cut by the partition of their first end, are verified one
+partition at a time with both ends' payload taken from those files (:class:`PayloadRows`,
+:func:`verify_rows`), one batch's bytes mapped at a time. Most rows never become candidates, so most of the payload (DUP002: ~2 KB a row) is
 written and never read again; the partitioned form read each partition whole twice and wrote
 the first ends' payload a second time. Measured against it (``audit(select=["DUP002"],
-workers=2)``, 1M recombined Python-docs documents): parent CPU 17.4 -> 14.1 s, parent peak
-1,263 -> 704 MB; the 5M-document run of ``bench/bench_scale.py --spill``: 4,004 -> 2,460 MB.
+workers=2)``, 1M recombined Python-docs documents): parent CPU 17.4 -> 12.7-14.1 s, parent
+peak 1,263 -> 704-831 MB; LBL001 on 1M labelled rows: 55 -> 43 CPU-s, 1,785 -> 1,051 MB; the
+5M-document run of ``bench/bench_scale.py --spill``: parent peak 4,004 -> 2,460 MB. The payload
+is written in ~16 MB batches (:data:`ROWS_BATCH_BYTES`): a lookup pays ~0.5 ms per batch.
 A rule's ``fetch_columns`` (DUP002's snippets and shingle sets, LBL001's snippets) are what
 its finish reads for a few members only (the findings' examples): the finish reads them from
 those files (:meth:`Clusters.fetch`) instead of every member carrying them; where the finish
