@@ -291,7 +291,8 @@ class MemorySpill:
 SPILL_BUDGET = 0
 
 
-#: bytes of payload rows a :class:`DiskSpill` gathers into one batch before writing it
+#: bytes of payload rows a :class:`DiskSpill` gathers into one batch (8-16 MB: a piece of half
+#: of it or more is written as it is, not copied into a larger batch)
 ROWS_BATCH_BYTES = 16 << 20
 
 
@@ -376,10 +377,13 @@ class DiskSpill:
                     table.column_names.index(column), column, col.cast(col.type.value_type)
                 )
         pending = self.pending.setdefault(name, [])
-        if pending and not _same_split(pending[-1], table):
-            self._write_rows(name)  # a batch on disk holds one split's rows
+        if pending and (
+            not _same_split(pending[-1], table) or table.nbytes >= ROWS_BATCH_BYTES // 2
+        ):
+            self._write_rows(name)  # a batch on disk holds one split's rows; a large piece
+            # goes alone (joining it to the pending ones would copy it for nothing)
         self.pending.setdefault(name, []).append(table)
-        if sum(t.nbytes for t in self.pending[name]) >= ROWS_BATCH_BYTES:
+        if sum(t.nbytes for t in self.pending[name]) >= ROWS_BATCH_BYTES // 2:
             self._write_rows(name)
 
     def _write_rows(self, name: str) -> None:
@@ -388,7 +392,8 @@ class DiskSpill:
         pieces = self.pending.pop(name, [])
         if not pieces:
             return
-        table = pa.concat_tables(pieces).combine_chunks()
+        table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        table = table.combine_chunks()  # one piece of one chunk (as emit_rows makes): no copy
         rows = np.asarray(table.column("row").to_numpy(), np.int64)
         if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():  # pieces came out of order
             order = np.argsort(rows, kind="stable")
