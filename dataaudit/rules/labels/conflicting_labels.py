@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands
 from .._minhash import DEFAULTS as MINHASH
 from .._origin import check_origin, state_origin
@@ -160,19 +161,32 @@ class ConflictingLabels(Rule):
             result.metric("conflict_groups", len(sc.groups), Direction.LOWER, split=split)
             result.metric("conflict_rows", conflict_rows, Direction.LOWER, split=split)
             result.metric("conflict_rate", rate, Direction.LOWER, split=split)
+            # the split's flags in one block (columns), not a Flag object per conflicting row
+            rows: list[int] = []
+            gids: list[str] = []
+            details: list[str] = []
+            ids: list[str | None] = []
             for g in sc.groups:
                 gid = f"conflict-{g.key}"
-                for r, lab, row_id in zip(g.rows, g.labels, g.ids):
-                    detail = f"label={name(lab)}" if mode == "label" else "response differs"
-                    result.flags.append(
-                        Flag(split, r, group=gid, detail=detail, action="review", id=row_id)
-                    )
+                rows.extend(g.rows)
+                gids.extend([gid] * len(g.rows))
+                ids.extend(g.ids)
+                if mode == "label":
+                    details.extend(f"label={name(lab)}" for lab in g.labels)
                 if mode == "label":
                     labs = sorted({name(lab) for lab in g.labels})
                     for i, a in enumerate(labs):
                         for b in labs[i + 1 :]:
                             pair_counts[(a, b)] += 1
                 all_groups.append(g)
+            result.flags.add(
+                split,
+                np.asarray(rows, np.int64),
+                group=gids,
+                detail=details if mode == "label" else "response differs",
+                action="review",
+                id=ids,
+            )
         details_groups = []
         for g in all_groups:
             labels = {
