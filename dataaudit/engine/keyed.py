@@ -296,6 +296,38 @@ SPILL_BUDGET = 0
 ROWS_BATCH_BYTES = 16 << 20
 
 
+class _SlicedWrites:
+    """A file written in 1 MB ``write`` calls: the payload's buffers are tens of MB, and on
+    this kind of machine one large write costs 20-25% more CPU than the same bytes in 1 MB
+    writes (measured: 381 MB of Arrow batches, 1.3-2.2 vs 1.0-1.7 CPU-s)."""
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        self.pos, self.closed = 0, False
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        at = 0
+        while at < len(view):  # a short write goes on where it stopped
+            at += os.write(self.fd, view[at : at + (1 << 20)])
+        self.pos += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+            self.closed = True
+
+
 def _row_span(batch: pa.RecordBatch) -> tuple[int, int]:
     """The node ids (:func:`_node_ids`) of a payload batch's first and last rows."""
     ends = pa.array([0, batch.num_rows - 1])
@@ -411,7 +443,7 @@ class DiskSpill:
         if writer is None:
             folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)
-            sink = pa.OSFile(str(folder / f"{self.name}.arrow"), "wb")
+            sink = pa.PythonFile(_SlicedWrites(folder / f"{self.name}.arrow"), mode="w")
             writer = self.writers[(name, -1)] = (sink, pa.ipc.new_stream(sink, table.schema))
             self.blocks[name] = []
         sink, stream = writer
