@@ -237,17 +237,27 @@ def _union(top: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     if not len(more):
         return top, np.zeros(0, bool), more
     shift = _U64(ROW_BITS)
-    buckets = np.unique(more >> shift)
+    b = more >> shift  # ascending
+    first = np.ones(len(b), bool)
+    first[1:] = b[1:] != b[:-1]
+    buckets = b[first]
+    # each touched bucket's entries in top: from its first key, at most CAP of them
     lo = np.searchsorted(top, buckets << shift)
-    hi = np.searchsorted(top, (buckets << shift) | _U64((1 << ROW_BITS) - 1), side="right")
-    at = _ranges(lo, hi)
+    win = lo[:, None] + np.arange(CAP)
+    inside = win < len(top)
+    window = top[np.minimum(win, max(len(top) - 1, 0))] >> shift if len(top) else win
+    count = ((window == buckets[:, None]) & inside).sum(axis=1)
+    at = _ranges(lo, lo + count)
     old = top[at]
     pos = np.searchsorted(old, more)
     both = np.insert(old, pos, more)
     keep = _in_top_mask(both)
     fresh = both[keep]
     rest = np.delete(top, at) if len(at) else top
-    out = np.insert(rest, np.searchsorted(rest, fresh), fresh)
+    # where each bucket's entries go in ``rest``: its first position less the entries removed
+    # before it (no search of the whole array)
+    slot = lo - (np.cumsum(count) - count)
+    out = np.insert(rest, slot[np.searchsorted(buckets, fresh >> shift)], fresh)
     return out, keep[pos + np.arange(len(more))], both[~keep]
 
 
