@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, mask_array, nulls_like
+from .arrays import bools, mask_array, nulls_like, strings
 
 STRING = pa.large_string()
 
@@ -184,7 +184,7 @@ def nfkc_array(arr: pa.Array) -> pa.Array:
     if not left.any():
         return replaced
     redo = [unicodedata.normalize("NFKC", s) for s in arr.filter(mask_array(left)).to_pylist()]
-    return pc.replace_with_mask(replaced, mask_array(left), string_array(redo))
+    return pc.replace_with_mask(replaced, mask_array(left), strings(redo))
 
 
 _ASCII_WS_RUNS = r"[\t\n\v\f\r \x1c-\x1f]*[\t\n\v\f\r\x1c-\x1f][\t\n\v\f\r \x1c-\x1f]*| {2,}"
@@ -235,7 +235,7 @@ def _normalize(arr: pa.Array, *, collapse: bool) -> pa.Array:
         out = pc.replace_with_mask(arr, where, pc.utf8_lower(sub))
     if special.any():
         originals = arr.filter(where).filter(mask_array(special)).to_pylist()
-        redo = string_array([normalize_text(s) for s in originals])
+        redo = strings([normalize_text(s) for s in originals])
         mask = np.zeros(len(arr), dtype=bool)
         mask[np.flatnonzero(non_ascii)[special]] = True
         out = pc.replace_with_mask(out, mask_array(mask), redo)
@@ -331,24 +331,10 @@ def tokenizable_text(s: str) -> str:
     return normalize_text(s) if _special_re().search(t) else t.casefold()
 
 
-def string_array(texts: list[str | None]) -> pa.Array:
-    """A large_string array from Python strings, built from its buffers (``pa.array`` of a
-    list imports pandas when it is installed: 0.2 s of start-up)."""
-    blobs = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
-    offsets = np.zeros(len(blobs) + 1, np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    validity = None
-    if any(t is None for t in texts):
-        validity = pa.py_buffer(np.packbits([t is not None for t in texts], bitorder="little"))
-    return pa.Array.from_buffers(
-        STRING, len(blobs), [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))]
-    )
-
-
 def tokenizable_rows(arr: pa.Array) -> pa.Array:
     """:func:`tokenizable_array` of a few rows, in Python (no per-call regex compilation):
     what the fused shingling pass applies to the rows its lower-casing table cannot map."""
-    return string_array([None if t is None else tokenizable_text(t) for t in arr.to_pylist()])
+    return strings([None if t is None else tokenizable_text(t) for t in arr.to_pylist()])
 
 
 def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:

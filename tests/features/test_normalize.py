@@ -121,12 +121,8 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
     itself."""
     import pyarrow.compute as pc
 
-    from dataaudit.features.normalize import (
-        CASED_LIMIT,
-        lower_table,
-        string_array,
-        tokenizable_array,
-    )
+    from dataaudit.features.arrays import strings
+    from dataaudit.features.normalize import CASED_LIMIT, lower_table, tokenizable_array
     from dataaudit.sketches.kernels import RAW_LIMIT
 
     table = lower_table()
@@ -137,13 +133,13 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
         return (v & ((1 << 56) - 1)).to_bytes(7, "little")[: v >> 56].decode()
 
     chars = [chr(c) for c in range(0x80, RAW_LIMIT) if table[c] >= 0]
-    assert tokenizable_array(string_array(chars)).to_pylist() == [mapped(c) for c in chars]
+    assert tokenizable_array(strings(chars)).to_pylist() == [mapped(c) for c in chars]
     rng = random.Random(1)
     rows = ["".join(rng.choice(chars) for _ in range(40)) for _ in range(300)]
     want = ["".join(mapped(c) for c in r) for r in rows]
-    assert tokenizable_array(string_array(rows)).to_pylist() == want
+    assert tokenizable_array(strings(rows)).to_pylist() == want
     high = [chr(c) for c in range(CASED_LIMIT, RAW_LIMIT)]
-    assert pc.utf8_lower(string_array(high)).to_pylist() == high
+    assert pc.utf8_lower(strings(high)).to_pylist() == high
     assert [mapped(c) for c in "É，ﬁ™\u212aⅨ…"] == ["é", ",", "fi", "tm", "k", "ix", "..."]
     # what it leaves to Python: other NFKC changes, casefold specials, Unicode whitespace
     for c in ("ß", "\u00a0", "\u3000", "\u0301", "İ"):
@@ -151,11 +147,12 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
 
 
 def test_tokenizable_rows_equals_tokenizable_array_on_text_that_is_not_ascii():
-    from dataaudit.features.normalize import string_array, tokenizable_array, tokenizable_rows
+    from dataaudit.features.arrays import strings
+    from dataaudit.features.normalize import tokenizable_array, tokenizable_rows
 
     rng = random.Random(2)
     rows = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 30))) for _ in range(2000)]
     rows = [r + "é" for r in rows] + [None]
-    arr = string_array(rows)
+    arr = strings(rows)
     assert arr.to_pylist() == rows
     assert tokenizable_rows(arr).to_pylist() == tokenizable_array(arr).to_pylist()

@@ -302,9 +302,10 @@ def test_the_fused_sketch_does_not_import_pandas():
 
     code = (
         "import sys\n"
-        "from dataaudit.features.normalize import lower_table, string_array, tokenizable_rows\n"
+        "from dataaudit.features.arrays import strings\n"
+        "from dataaudit.features.normalize import lower_table, tokenizable_rows\n"
         "from dataaudit.sketches.minhash import sketch\n"
-        "arr = string_array(['Straße und schön', None, 'plain words here', 'Ｆｕｌｌ，', 'e\\u0301'])\n"
+        "arr = strings(['Straße und schön', None, 'plain words here', 'Ｆｕｌｌ，', 'e\\u0301'])\n"
         "s = sketch(arr, table=lower_table(), normalize=tokenizable_rows)\n"
         "assert s.tokens.tolist() == [3, 0, 3, 1, 1], s.tokens\n"
         "assert 'pandas' not in sys.modules, 'pandas imported'\n"
