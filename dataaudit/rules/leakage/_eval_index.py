@@ -400,10 +400,9 @@ def probe(
         gb, gp = gb[o], gp[o]
         part.top = key[o]
         # candidate pairs: each kept (bucket, row) with every eval row of the bucket
-        size = index.member_start[gb + 1] - index.member_start[gb]
-        cp = np.repeat(gp, size)
-        offs = np.arange(int(size.sum()), dtype=_I64) - np.repeat(np.cumsum(size) - size, size)
-        ce = index.members[np.repeat(index.member_start[gb], size) + offs]
+        lo, hi = index.member_start[gb], index.member_start[gb + 1]
+        cp = np.repeat(gp, hi - lo)
+        ce = index.members[_ranges(lo, hi)]
         o = np.lexsort((ce, cp))
         cp, ce = cp[o], ce[o]
         first = np.ones(len(o), bool)
