@@ -173,7 +173,6 @@ class ConflictingLabels(Rule):
                 ids.extend(g.ids)
                 if mode == "label":
                     details.extend(f"label={name(lab)}" for lab in g.labels)
-                if mode == "label":
                     labs = sorted({name(lab) for lab in g.labels})
                     for i, a in enumerate(labs):
                         for b in labs[i + 1 :]:
