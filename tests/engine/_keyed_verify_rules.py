@@ -104,20 +104,25 @@ class KeyedWords(Rule):
         scores = clusters.edges.column("score").to_pylist() if clusters.edges is not None else []
         result.metric("edges", len(scores))
         for cluster in clusters:
-            rows = cluster.rows
-            assert rows.column_names == ["split", "row", "text", "score"]  # member_columns
+            first = self.first_text(clusters, cluster)
             group = f"{cluster[0][0]}:{cluster[0][1]}"
             result.flags.add(
                 cluster[0][0],
                 [r for _, r in cluster],
                 group=group,
-                score=rows.column("score").to_numpy(),
+                score=cluster.rows.column("score").to_numpy(),
             )
             result.findings.append(
                 Finding(
-                    message=f"{len(cluster)} texts like {rows.column('text')[0].as_py()[:40]!r}",
+                    message=f"{len(cluster)} texts like {first[:40]!r}",
                     key=group,
                     count=len(cluster),
                 )
             )
         return result
+
+    def first_text(self, clusters, cluster) -> str:
+        """The cluster's first text, as the members carry it (a subclass may fetch it)."""
+        rows = cluster.rows
+        assert rows.column_names == ["split", "row", "text", "score"]  # member_columns
+        return rows.column("text")[0].as_py()

@@ -16,7 +16,6 @@ import pytest
 from dataaudit import audit
 from dataaudit.engine import keyed as keyed_engine
 from dataaudit.engine import parallel as parallel_engine
-from dataaudit.rule import Finding, RuleResult
 from tests.engine._keyed_verify_rules import KeyedWords, jaccard
 
 WORDS = [
@@ -195,27 +194,12 @@ class _Fetched(KeyedWords):
     carried: list[list[str]] = []
 
     def finish_keyed(self, state, clusters, ctx):
-        result = RuleResult()
-        result.metric("rows", state["rows"])
-        result.metric("clusters", len(clusters))
-        scores = clusters.edges.column("score").to_pylist() if clusters.edges is not None else []
-        result.metric("edges", len(scores))
         if clusters:
             _Fetched.carried.append(clusters.rows.column_names)
-        for cluster in clusters:
-            first = clusters.fetch(["text"], [cluster.at]).column("text")[0].as_py()
-            group = f"{cluster[0][0]}:{cluster[0][1]}"
-            result.flags.add(
-                cluster[0][0],
-                [r for _, r in cluster],
-                group=group,
-                score=cluster.rows.column("score").to_numpy(),
-            )
-            result.findings.append(
-                Finding(message=f"{len(cluster)} texts like {first[:40]!r}", key=group,
-                        count=len(cluster))
-            )  # fmt: skip
-        return result
+        return super().finish_keyed(state, clusters, ctx)
+
+    def first_text(self, clusters, cluster) -> str:
+        return clusters.fetch(["text"], [cluster.at]).column("text")[0].as_py()
 
 
 def _body(records, code, rule, **options):
