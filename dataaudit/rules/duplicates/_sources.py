@@ -33,6 +33,12 @@ def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa
     return pa.table(cols)
 
 
+def two_labels(mask: np.ndarray, yes: str, no: str) -> pa.DictionaryArray:
+    """``yes`` where ``mask``, else ``no``: a dictionary of two, no string per row (the
+    kept/duplicate labels of DUP001's and DUP002's flags)."""
+    return pa.DictionaryArray.from_arrays(pa.array((~mask).astype(np.int8)), [yes, no])
+
+
 def per_source(
     sources: list[pa.Array], removable: np.ndarray, n: int
 ) -> dict[str, dict[str, float | int]]:

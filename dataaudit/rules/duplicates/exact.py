@@ -15,7 +15,7 @@ from ...sketches.state import PerSplit
 from ...wording import plural
 from .._columns import key_hex, nonempty_hash, snippet
 from .._origin import check_origin, state_origin
-from ._sources import source_values, with_row_labels
+from ._sources import source_values, two_labels, with_row_labels
 
 
 class ExactDuplicates(Rule):
@@ -211,15 +211,10 @@ def _flag_groups(
         split,
         rows[at],
         group=np.repeat(rows[starts], sizes),  # the first row, written as text
-        detail=_pick(first, "kept", "duplicate"),
-        action=_pick(first, "keep", "drop"),
+        detail=two_labels(first, "kept", "duplicate"),
+        action=two_labels(first, "keep", "drop"),
         id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
     )
-
-
-def _pick(mask: np.ndarray, yes: str, no: str) -> pa.DictionaryArray:
-    """``yes`` where ``mask``, else ``no``: a dictionary of two, no string per row."""
-    return pa.DictionaryArray.from_arrays(pa.array((~mask).astype(np.int8)), [yes, no])
 
 
 def _column(table: pa.Table | None, name: str) -> list[Any] | None:

@@ -26,7 +26,7 @@ from .._keyed_minhash import (
 )
 from .._minhash import check_minhash_options, minhash_params, shingle_params
 from .._origin import check_origin, state_origin
-from ._sources import source_values, with_row_labels
+from ._sources import source_values, two_labels, with_row_labels
 
 
 def lsh_params(rule: Any) -> tuple[int, int]:
@@ -322,9 +322,9 @@ class NearDuplicates(Rule):
             result.flags.add(
                 split,
                 rows[at],
-                group=np.repeat(rows[starts], sizes).astype(str),
-                detail=np.where(first, "kept", "duplicate"),
-                action=np.where(first, "keep", "drop"),
+                group=np.repeat(rows[starts], sizes),  # the first row, written as text
+                detail=two_labels(first, "kept", "duplicate"),
+                action=two_labels(first, "keep", "drop"),
                 # rounded as numpy rounds (half to even on the scaled value), as always
                 score=np.round(table.column("score").to_numpy()[at], 4),
                 id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
