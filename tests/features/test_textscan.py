@@ -116,18 +116,21 @@ def test_array_helpers():
 
 def test_the_cheap_rules_do_not_import_pandas(tmp_path):
     """pyarrow's to_numpy / pa.scalar / pa.array(ndarray) import pandas (0.35-0.7 s) when it is
-    installed: the cheap rules' scan reads Arrow buffers instead."""
+    installed: the cheap rules' scan reads Arrow buffers instead. A clean file too: its report
+    has no flags (an empty flags table once combined its zero chunks through pa.array)."""
     pytest.importorskip("pandas")
     path = tmp_path / "t.parquet"
     import pyarrow.parquet as pq
 
     texts = ["hello world", "", "caf\u00c3\u00a9", "bad \x01", "\ufffd", None, "x" * 50, "\u3000"]
     pq.write_table(pa.table({"text": pa.array(texts * 50, pa.large_string())}), path)
+    clean = tmp_path / "clean.parquet"
+    pq.write_table(pa.table({"text": pa.array(["a clean sentence", "another one"] * 50)}), clean)
     lines = tmp_path / "t.jsonl"
     lines.write_text("".join(json.dumps({"text": t, "n": 1}) + "\n" for t in texts * 50))
     code = (
         "import sys, dataaudit\n"
-        f"for path in ({str(path)!r}, {str(lines)!r}):\n"
+        f"for path in ({str(path)!r}, {str(clean)!r}, {str(lines)!r}):\n"
         "    r = dataaudit.audit(path, select=['TXT001', 'TXT002', 'TXT003', 'FMT001'],"
         " progress=False)\n"
         "    assert r.results, r\n"
