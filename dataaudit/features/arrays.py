@@ -1,16 +1,24 @@
-"""Arrow arrays to numpy and back through their buffers.
+"""The Arrow <-> numpy buffer helpers under the features layer's name.
 
-pyarrow's own conversions (``Array.to_numpy``, ``np.asarray(array)``, ``pa.array(ndarray)``,
-``pa.scalar``) import pandas on first use when it is installed: 0.35-0.7 s, more than the cheap
-rules cost on a million rows. These read and build the buffers directly, so a scan that uses
-only them never imports it.
+They live in :mod:`dataaudit._arrow` so that ``sketches``, which must not import ``features``,
+uses the same ones; the features, rules and report modules that import them from here need not
+change.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from .._arrow import (
+    bools,
+    fixed,
+    indices,
+    mask_array,
+    nulls_like,
+    numeric_array,
+    string_parts,
+    strings,
+    take,
+    validity,
+)
 
 __all__ = [
     "bools",
@@ -24,143 +32,3 @@ __all__ = [
     "take",
     "validity",
 ]
-
-_INT64 = pa.int64()
-_LARGE_STRING = pa.large_string()
-
-
-def _one_chunk(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    return arr
-
-
-def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
-    raw = np.frombuffer(buf, np.uint8)
-    return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(bool)
-
-
-def validity(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
-    """True where the value is not null; None when no value is null."""
-    arr = _one_chunk(arr)
-    t = arr.type
-    if pa.types.is_union(t) or pa.types.is_run_end_encoded(t):  # nulls are in their children
-        valid = bools(pc.is_valid(arr))
-        return None if valid.all() else valid
-    if not arr.null_count:
-        return None
-    if pa.types.is_null(t):
-        return np.zeros(len(arr), bool)
-    return _bits(arr.buffers()[0], arr.offset, len(arr))
-
-
-def bools(arr: pa.Array | pa.ChunkedArray, null: bool = False) -> np.ndarray:
-    """A boolean array as numpy bools, ``null`` where it is null."""
-    arr = _one_chunk(arr)
-    n = len(arr)
-    if pa.types.is_null(arr.type):
-        return np.full(n, null, bool)
-    if not pa.types.is_boolean(arr.type):
-        raise TypeError(f"expected a boolean array, got {arr.type}")
-    out = _bits(arr.buffers()[1], arr.offset, n) if n else np.zeros(0, bool)
-    valid = validity(arr)
-    if valid is not None:
-        out = np.where(valid, out, null)
-    return out
-
-
-def fixed(arr: pa.Array | pa.ChunkedArray, null: int | float = 0) -> np.ndarray:
-    """An integer or float array as numpy (a view when it has no nulls), ``null`` where null."""
-    arr = _one_chunk(arr)
-    t = arr.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        raise TypeError(f"expected an integer or float array, got {t}")
-    name = str(t)  # int8 ... uint64; float, double and halffloat for the floats
-    dtype = np.dtype(
-        {"float": "float32", "double": "float64", "halffloat": "float16"}.get(name, name)
-    )
-    n = len(arr)
-    buf = arr.buffers()[1]
-    out = np.frombuffer(buf, dtype)[arr.offset : arr.offset + n] if n else np.zeros(0, dtype)
-    valid = validity(arr)
-    if valid is not None:
-        out = np.where(valid, out, np.asarray(null, dtype))
-    return out
-
-
-def indices(idx: np.ndarray) -> pa.Array:
-    """Row positions as an Arrow int64 array (for ``Array.take``)."""
-    idx = np.ascontiguousarray(idx, dtype=np.int64)
-    return pa.Array.from_buffers(_INT64, len(idx), [None, pa.py_buffer(idx)])
-
-
-def mask_array(mask: np.ndarray) -> pa.Array:
-    """Numpy bools as an Arrow boolean array (for ``filter`` and ``replace_with_mask``)."""
-    mask = np.asarray(mask, bool)
-    bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
-    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, bits])
-
-
-def numeric_array(values: np.ndarray) -> pa.Array:
-    """A 1-d numeric numpy array as an Arrow array of its dtype (zero-copy when contiguous)."""
-    values = np.ascontiguousarray(values)
-    if values.ndim != 1 or values.dtype.kind not in "iuf":
-        raise TypeError(f"expected a 1-d integer or float array, got {values.dtype} {values.shape}")
-    kind = pa.from_numpy_dtype(values.dtype)
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
-
-
-def nulls_like(arr: pa.Array) -> pa.Array:
-    """All-null values of ``arr``'s type and length (the ``pa.scalar(None, type)`` operand of
-    ``if_else`` without the scalar)."""
-    return pa.nulls(len(arr), arr.type)
-
-
-def strings(texts: list[str | None], kind: pa.DataType = _LARGE_STRING) -> pa.Array:
-    """Python strings (or None) as a ``kind`` (large_string or string) array, built from its
-    buffers: ``pa.array(texts, kind)``. A string that is not valid Unicode (a lone surrogate),
-    or more text than int32 offsets hold, goes to ``pa.array``, which reports or chunks it."""
-    try:
-        blobs = [b"" if t is None else t.encode() for t in texts]
-    except (UnicodeEncodeError, AttributeError):  # a surrogate; not a str (pa.array says so)
-        return pa.array(texts, kind)
-    offsets = np.zeros(len(blobs) + 1, np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    if pa.types.is_string(kind):
-        if offsets[-1] >= 1 << 31:
-            return pa.array(texts, kind)
-        offsets = offsets.astype(np.int32)
-    elif not pa.types.is_large_string(kind):
-        raise TypeError(f"strings() builds string or large_string arrays, not {kind}")
-    valid = None
-    if any(t is None for t in texts):
-        valid = pa.py_buffer(np.packbits([t is not None for t in texts], bitorder="little"))
-    buffers = [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))]
-    return pa.Array.from_buffers(kind, len(blobs), buffers)
-
-
-def take(arr: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> pa.Array:
-    """``arr.take(idx)`` for numpy positions."""
-    return _one_chunk(arr).take(indices(idx))
-
-
-def string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
-    """(offsets relative to the first value, int64, one more than the rows; the values' UTF-8
-    bytes) of a string or large_string array without copying the bytes; None for other types.
-    A null's slot usually has no bytes but may have some: mask the results with
-    :func:`validity`."""
-    t = arr.type
-    if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-        otype = np.int64
-    elif pa.types.is_string(t) or pa.types.is_binary(t):
-        otype = np.int32
-    else:
-        return None
-    n = len(arr)
-    bufs = arr.buffers()
-    if n == 0 or bufs[1] is None:
-        return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
-    offs = np.frombuffer(bufs[1], otype)[arr.offset : arr.offset + n + 1].astype(np.int64)
-    lo, hi = int(offs[0]), int(offs[-1])
-    data = np.frombuffer(bufs[2], np.uint8)[lo:hi] if bufs[2] is not None and hi > lo else None
-    return offs - lo, data if data is not None else np.zeros(0, np.uint8)
