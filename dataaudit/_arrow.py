@@ -21,7 +21,9 @@ __all__ = [
     "indices",
     "mask_array",
     "nulls_like",
+    "nulls_to",
     "numeric_array",
+    "string_array",
     "string_parts",
     "strings",
     "take",
@@ -113,6 +115,15 @@ def numeric_array(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
+def nulls_to(values: np.ndarray, arr: pa.Array | pa.ChunkedArray, value: object) -> np.ndarray:
+    """``values`` (a writable numpy array, one per row of ``arr``) set to ``value`` in place
+    where ``arr`` is null, and returned."""
+    valid = validity(arr)
+    if valid is not None:
+        values[~valid] = value
+    return values
+
+
 def nulls_like(arr: pa.Array) -> pa.Array:
     """All-null values of ``arr``'s type and length (the ``pa.scalar(None, type)`` operand of
     ``if_else`` without the scalar)."""
@@ -137,9 +148,29 @@ def strings(texts: list[str | None], kind: pa.DataType = _LARGE_STRING) -> pa.Ar
         raise TypeError(f"strings() builds string or large_string arrays, not {kind}")
     valid = None
     if any(t is None for t in texts):
-        valid = pa.py_buffer(np.packbits([t is not None for t in texts], bitorder="little"))
-    buffers = [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))]
-    return pa.Array.from_buffers(kind, len(blobs), buffers)
+        valid = np.array([t is not None for t in texts])
+    return string_array(offsets, b"".join(blobs), kind, valid)
+
+
+def string_array(
+    offsets: np.ndarray,
+    data: bytes | np.ndarray | pa.Buffer,
+    kind: pa.DataType = _LARGE_STRING,
+    valid: np.ndarray | None = None,
+) -> pa.Array:
+    """A ``kind`` (string, binary or their large types) array of the values ``data[offsets[i] :
+    offsets[i + 1]]``, null where ``valid`` is False, without copying the bytes: the inverse of
+    :func:`string_parts`. ``offsets`` (rows + 1) are int64 for the large types, else int32."""
+    large = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
+    if not (large or pa.types.is_string(kind) or pa.types.is_binary(kind)):
+        raise TypeError(f"string_array() builds string or binary arrays, not {kind}")
+    offsets = np.ascontiguousarray(offsets)
+    want = np.dtype(np.int64 if large else np.int32)
+    if offsets.dtype != want or offsets.ndim != 1 or not len(offsets):
+        raise TypeError(f"{kind} offsets are a non-empty 1-d {want} array, got {offsets.dtype}")
+    bits = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    buffers = [bits, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(kind, len(offsets) - 1, buffers)
 
 
 def take(arr: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> pa.Array:
@@ -163,7 +194,8 @@ def string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
     bufs = arr.buffers()
     if n == 0 or bufs[1] is None:
         return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
-    offs = np.frombuffer(bufs[1], otype)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    offs = np.frombuffer(bufs[1], otype)[arr.offset : arr.offset + n + 1]
+    offs = offs.astype(np.int64, copy=False)  # one copy below, offs - lo
     lo, hi = int(offs[0]), int(offs[-1])
     data = np.frombuffer(bufs[2], np.uint8)[lo:hi] if bufs[2] is not None and hi > lo else None
     return offs - lo, data if data is not None else np.zeros(0, np.uint8)

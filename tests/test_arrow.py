@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+import pytest
+
 from dataaudit import _arrow
 from dataaudit.features import arrays
 from tests.rules.test_layering import PACKAGE, imported_modules, module_name
@@ -25,6 +29,44 @@ def test_the_sketches_do_not_import_the_features():
 
 def test_features_arrays_is_the_same_code():
     """One implementation: the features layer's names are the neutral module's functions."""
-    assert arrays.__all__
+    assert arrays.__all__ == _arrow.__all__
     for name in arrays.__all__:
         assert getattr(arrays, name) is getattr(_arrow, name), name
+
+
+def test_string_array_is_the_inverse_of_string_parts():
+    texts = ["ab", None, "", "Straße", "日本"]
+    for kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        arr = (
+            _arrow.strings(texts, kind)
+            if "string" in str(kind)
+            else pa.array([None if t is None else t.encode() for t in texts], kind)
+        )
+        sliced = arr.slice(1, 4)
+        offsets, data = _arrow.string_parts(sliced)
+        large = "large" in str(kind)
+        back = _arrow.string_array(
+            offsets.astype(np.int64 if large else np.int32), data, kind, _arrow.validity(sliced)
+        )
+        assert back.type == kind and back.equals(sliced), kind
+    assert _arrow.string_array(np.zeros(1, np.int64), b"").equals(pa.array([], pa.large_string()))
+
+
+def test_string_array_refuses_what_it_cannot_build():
+    with pytest.raises(TypeError, match="int32"):
+        _arrow.string_array(np.array([0, 2], np.int64), b"ab", pa.string())
+    with pytest.raises(TypeError, match="not int64"):
+        _arrow.string_array(np.array([0, 2], np.int64), b"ab", pa.int64())
+    with pytest.raises(TypeError, match="non-empty"):
+        _arrow.string_array(np.zeros(0, np.int64), b"")
+
+
+def test_nulls_to_sets_the_null_rows_in_place():
+    arr = pa.array([1, None, 3, None, 5], pa.int64()).slice(1)
+    values = np.arange(4)
+    assert _arrow.nulls_to(values, arr, -1) is values
+    assert values.tolist() == [-1, 1, -1, 3]
+    assert _arrow.nulls_to(np.arange(3), pa.array([1, 2, 3]), -1).tolist() == [0, 1, 2]
+    assert _arrow.nulls_to(np.arange(2), pa.nulls(2), 9).tolist() == [9, 9]
+    chunked = pa.chunked_array([pa.array([None, "a"]), pa.array(["b", None])])
+    assert _arrow.nulls_to(np.zeros(4), chunked, 1.0).tolist() == [1, 0, 0, 1]

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import bools, mask_array, nulls_to, string_array, string_parts, take
 from ..memory import concatenate
 from .hashing import GOLDEN, mix64
 
@@ -72,17 +73,8 @@ def text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
         arr = arr.combine_chunks()
     arr = arr.cast(pa.large_string())
     if arr.null_count:  # a null row may still own bytes (a Python "" would import pandas)
-        n = len(arr)
-        empty = pa.Array.from_buffers(
-            pa.large_string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int64)), pa.py_buffer(b"")]
-        )
-        arr = pc.coalesce(arr, empty)
-    n = len(arr)
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], np.int64, n + 1, arr.offset * 8)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(bufs[2], np.uint8, hi - lo, lo) if hi > lo else np.empty(0, np.uint8)
-    return offsets - lo, data
+        arr = pc.coalesce(arr, string_array(np.zeros(len(arr) + 1, np.int64), b""))
+    return string_parts(arr)
 
 
 @dataclass
@@ -118,24 +110,7 @@ def text_hashes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     offsets, data = text_bytes(arr)
     out = np.empty(len(arr), U64)
     hash_word_rows(data, offsets, np.arange(len(arr)), EMPTY_HASH, out)
-    return _nulls_to(out, arr)
-
-
-def _nulls_to(hashes: np.ndarray, arr: pa.Array) -> np.ndarray:
-    if arr.null_count:  # from the validity bitmap (to_numpy() would import pandas: ~0.3 s)
-        bits = np.unpackbits(
-            np.frombuffer(arr.buffers()[0], np.uint8),
-            count=arr.offset + len(arr),
-            bitorder="little",
-        )
-        hashes[~bits[arr.offset :].view(bool)] = NULL_HASH
-    return hashes
-
-
-def _arrow_mask(mask: np.ndarray) -> pa.Array:
-    """A boolean Arrow array of ``mask`` from its bits (``pa.array`` would import pandas)."""
-    bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
-    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, bits])
+    return nulls_to(out, arr, NULL_HASH)
 
 
 def shingle(
@@ -226,7 +201,7 @@ def _shingle_rows(
         kernels.hash_word_rows(data, offsets, np.flatnonzero(char_rows), EMPTY_HASH, keys)
     seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
     hashes, per_row = kernels.hash_shingles(tokens, ntok, ngram, seed_mix, short == "whole")
-    return Shingles(len(offsets) - 1, hashes, per_row, ntok, _nulls_to(keys, arr))
+    return Shingles(len(offsets) - 1, hashes, per_row, ntok, nulls_to(keys, arr, NULL_HASH))
 
 
 def _probe_table(num_perm: int, seed: int) -> np.ndarray:
@@ -418,11 +393,7 @@ def cjk_rows(arr: pa.Array) -> np.ndarray:
 
     n = len(arr)
     out = np.zeros(n, bool)
-    non_ascii = np.flatnonzero(
-        ~np.asarray(
-            pc.fill_null(pc.string_is_ascii(arr), True).to_numpy(zero_copy_only=False), bool
-        )
-    )
+    non_ascii = np.flatnonzero(~bools(pc.string_is_ascii(arr), null=True))
     if not non_ascii.size:  # ASCII rows cannot be in such a script: most batches stop here
         return out
     offsets, data = text_bytes(arr)
@@ -516,11 +487,10 @@ def sketch(
     if len(redo):  # rows needing more than a mapping: their tokenizable text, scanned as such
         mask = np.zeros(n, bool)
         mask[redo] = True
-        rows = pa.Array.from_buffers(pa.int64(), len(redo), [None, pa.py_buffer(redo)])
-        fixed = normalize(arr.take(rows)).cast(pa.large_string())
+        fixed = normalize(take(arr, redo)).cast(pa.large_string())
         _, _, w2, c2, cjk2, _ = _row_stats(fixed, None)
         words[redo], chars[redo], cjk[redo], raw[redo] = w2, c2, cjk2, False
-        arr = pc.replace_with_mask(arr, _arrow_mask(mask), fixed)
+        arr = pc.replace_with_mask(arr, mask_array(mask), fixed)
         offsets, data = text_bytes(arr)
     if unit != "auto":
         cjk = np.full(n, unit == "char")
@@ -544,6 +514,6 @@ def sketch(
         ShingleSets(set_offsets, values),
         tokens,
         np.where(tokens > 0, code, 0).astype(np.uint8),
-        _nulls_to(keys, arr),
+        nulls_to(keys, arr, NULL_HASH),
         (ngram, unit, seed),
     )
