@@ -12,8 +12,9 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TextIO
 
 from .errors import ConfigError
 
@@ -80,16 +81,36 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: characters written at a time: a piece of a large report (its flags) can be tens of MB
+_SLICE = 1 << 20
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    # a lone surrogate (from a plugin's message, say) cannot be encoded: U+FFFD, not a lost report
-    text = _SURROGATE.sub("\ufffd", text)
+    """Write ``text`` as UTF-8 to ``path`` atomically, or to stdout (``-``, ``/dev/stdout``)."""
+    return atomic_write_pieces(path, [text])
+
+
+def atomic_write_pieces(path: str | Path, pieces: Iterable[str]) -> Path:
+    """:func:`atomic_write_text` of ``"".join(pieces)`` without that text: each piece written
+    as it comes, a slice of a long one at a time, so a large report is never held whole."""
+
+    def write(fh: TextIO) -> None:
+        for piece in pieces:
+            for at in range(0, len(piece), _SLICE):
+                # a lone surrogate (a plugin's message, say) cannot be encoded: U+FFFD, not a
+                # lost report
+                fh.write(_SURROGATE.sub("\ufffd", piece[at : at + _SLICE]))
+
     if writes_stdout(path):
-        sys.stdout.write(text)
+        write(sys.stdout)
         sys.stdout.flush()
         return Path(path)
-    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+    def to_file(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write(fh)
+
+    return atomic_write(path, to_file)
 
 
 def check_output_path(path: str | Path, option: str) -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
-import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import _SURROGATE, atomic_write, atomic_write_text, writes_stdout
+from .._io import atomic_write, atomic_write_pieces, atomic_write_text, writes_stdout
 from ..errors import GateFailed, InputError
 from ..rule import Flags, RuleOutcome, Severity, Status
 from ..wording import plural
@@ -86,32 +86,6 @@ def _result_dict(
     )
     out["findings"] = findings
     return out
-
-
-#: characters of a report's JSON written at a time (its flags make it large)
-_SLICE = 1 << 20
-
-
-def _write_pieces(path: str | Path, pieces: Iterable[str]) -> Path:
-    """``atomic_write_text(path, "".join(pieces) + "\\n")`` without that text: each piece
-    written as it comes, a slice of a long one at a time (lone surrogates U+FFFD, as there)."""
-
-    def write(fh: Any) -> None:
-        for piece in pieces:
-            for at in range(0, len(piece), _SLICE):
-                fh.write(_SURROGATE.sub("\ufffd", piece[at : at + _SLICE]))
-        fh.write("\n")
-
-    if writes_stdout(path):
-        write(sys.stdout)
-        sys.stdout.flush()
-        return Path(path)
-
-    def to_file(tmp: Path) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            write(fh)
-
-    return atomic_write(path, to_file)
 
 
 def _status(severities: list[str], fail_on: Severity) -> str:
@@ -424,14 +398,14 @@ class Report:
         a large report without holding its text)."""
         text = "".join(self._json_pieces(indent))
         if path is not None:
-            _write_pieces(path, [text])
+            atomic_write_pieces(path, [text, "\n"])
         return text
 
     def write_json(self, path: str | Path, *, indent: int = 2) -> Path:
         """``to_json(path)``, written piece by piece: a report's row flags can be millions
         (2.7M flags: 129 MB of JSON, and as one Python string 2-4 bytes a character once one
         character is not ASCII), and its text is never held whole."""
-        return _write_pieces(path, self._json_pieces(indent))
+        return atomic_write_pieces(path, itertools.chain(self._json_pieces(indent), ["\n"]))
 
     def _json_pieces(self, indent: int | None) -> Iterator[str]:
         data = self.data
