@@ -23,6 +23,7 @@ __all__ = [
     "nulls_like",
     "nulls_to",
     "numeric_array",
+    "one_chunk",
     "string_array",
     "string_parts",
     "strings",
@@ -34,7 +35,8 @@ _INT64 = pa.int64()
 _LARGE_STRING = pa.large_string()
 
 
-def _one_chunk(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+def one_chunk(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``arr`` as one Array: a ChunkedArray's only chunk as it is, its chunks combined if more."""
     if isinstance(arr, pa.ChunkedArray):
         return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     return arr
@@ -47,7 +49,7 @@ def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
 
 def validity(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """True where the value is not null; None when no value is null."""
-    arr = _one_chunk(arr)
+    arr = one_chunk(arr)
     t = arr.type
     if pa.types.is_union(t) or pa.types.is_run_end_encoded(t):  # nulls are in their children
         valid = bools(pc.is_valid(arr))
@@ -61,7 +63,7 @@ def validity(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
 
 def bools(arr: pa.Array | pa.ChunkedArray, null: bool = False) -> np.ndarray:
     """A boolean array as numpy bools, ``null`` where it is null."""
-    arr = _one_chunk(arr)
+    arr = one_chunk(arr)
     n = len(arr)
     if pa.types.is_null(arr.type):
         return np.full(n, null, bool)
@@ -76,7 +78,7 @@ def bools(arr: pa.Array | pa.ChunkedArray, null: bool = False) -> np.ndarray:
 
 def fixed(arr: pa.Array | pa.ChunkedArray, null: int | float = 0) -> np.ndarray:
     """An integer or float array as numpy (a view when it has no nulls), ``null`` where null."""
-    arr = _one_chunk(arr)
+    arr = one_chunk(arr)
     t = arr.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
         raise TypeError(f"expected an integer or float array, got {t}")
@@ -175,7 +177,7 @@ def string_array(
 
 def take(arr: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> pa.Array:
     """``arr.take(idx)`` for numpy positions."""
-    return _one_chunk(arr).take(indices(idx))
+    return one_chunk(arr).take(indices(idx))
 
 
 def string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:

@@ -70,3 +70,13 @@ def test_nulls_to_sets_the_null_rows_in_place():
     assert _arrow.nulls_to(np.arange(2), pa.nulls(2), 9).tolist() == [9, 9]
     chunked = pa.chunked_array([pa.array([None, "a"]), pa.array(["b", None])])
     assert _arrow.nulls_to(np.zeros(4), chunked, 1.0).tolist() == [1, 0, 0, 1]
+
+
+def test_one_chunk():
+    arr = pa.array([1, 2, 3])
+    assert _arrow.one_chunk(arr) is arr
+    single = pa.chunked_array([arr])
+    assert _arrow.one_chunk(single).equals(arr)
+    assert _arrow.one_chunk(single).buffers()[1].address == arr.buffers()[1].address  # no copy
+    assert _arrow.one_chunk(pa.chunked_array([arr, arr.slice(1)])).to_pylist() == [1, 2, 3, 2, 3]
+    assert len(_arrow.one_chunk(pa.chunked_array([], pa.int64()))) == 0

@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import bools, mask_array, nulls_to, string_array, string_parts, take
+from .._arrow import bools, mask_array, nulls_to, one_chunk, string_array, string_parts, take
 from ..memory import concatenate
 from .hashing import GOLDEN, mix64
 
@@ -69,8 +69,7 @@ _PROBES = 32
 
 def text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(row offsets into the bytes, the rows' UTF-8 bytes); nulls are empty rows."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     arr = arr.cast(pa.large_string())
     if arr.null_count:  # a null row may still own bytes (a Python "" would import pandas)
         arr = pc.coalesce(arr, string_array(np.zeros(len(arr) + 1, np.int64), b""))
@@ -105,8 +104,7 @@ def text_hashes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     computes the same keys on the way (``Shingles.text_hashes``)."""
     from .kernels import hash_word_rows
 
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     offsets, data = text_bytes(arr)
     out = np.empty(len(arr), U64)
     hash_word_rows(data, offsets, np.arange(len(arr)), EMPTY_HASH, out)
@@ -168,8 +166,7 @@ def shingle_rows(
         raise ValueError(f"ngram={ngram}: must be >= 1")
     if short not in ("whole", "none"):
         raise ValueError(f"short={short!r}: use 'whole' or 'none'")
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     char_rows = np.ascontiguousarray(char_rows, dtype=np.bool_)
     ranges = _ranges(len(arr))
     parts = _map(
@@ -477,8 +474,7 @@ def sketch(
         raise ValueError(f"unit={unit!r}: use 'word', 'char' or 'auto'")
     if ngram < 1 or num_perm < 0:
         raise ValueError(f"ngram={ngram}, num_perm={num_perm}: must be >= 1 and >= 0")
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     arr = arr.cast(pa.large_string())
     n = len(arr)
     offsets, data, words, chars, cjk, status = _row_stats(arr, table)
