@@ -80,6 +80,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..features.arrays import fixed, indices, mask_array, numeric_array, strings
 from .state import RULE_FAILURES, RuleRun, error_message
 
 __all__ = [
@@ -138,10 +139,10 @@ def _which(keys: np.ndarray, parts: int) -> np.ndarray:
 
 def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     """The rows of ``table`` per partition (``key % parts``)."""
-    which = _which(table.column("key").to_numpy(), parts)
+    which = _which(fixed(table.column("key")), parts)
     order = np.argsort(which, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=parts))])
-    ordered = table.take(pa.array(order))  # one take, then zero-copy slices
+    ordered = table.take(indices(order))  # one take, then zero-copy slices
     out: list[pa.Table | None] = []
     for p in range(parts):
         lo, hi = int(bounds[p]), int(bounds[p + 1])
@@ -154,10 +155,10 @@ def _split_column(batch: Any, n: int, splits: list[str] | None) -> pa.Array:
     partitions' takes and sorts never touch strings; rules see names, :func:`_named`), or its
     name when the splits are not known (a rule's conformance check)."""
     if splits is None:
-        return pa.repeat(pa.scalar(batch.split, pa.string()), n)
+        return pa.repeat(strings([batch.split], pa.string())[0], n)
     if batch.split not in splits:
         raise ValueError(f"a keyed row names a split the audit does not have: {batch.split!r}")
-    return pa.array(np.full(n, splits.index(batch.split), np.int16))
+    return numeric_array(np.full(n, splits.index(batch.split), np.int16))
 
 
 def emit(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table | None:
@@ -196,17 +197,17 @@ def emit_rows(
             raise TypeError("emit_rows() must return a pyarrow Table with a 'row' column")
         rows = table.column("row").cast(pa.int64())
         table = table.set_column(table.column_names.index("row"), "row", rows)
-        values = np.asarray(rows.to_numpy(), np.int64)
+        values = np.asarray(fixed(rows), np.int64)
         if len(values) > 1 and not (values[1:] > values[:-1]).all():
             order = np.argsort(values, kind="stable")
             if (values[order][1:] == values[order][:-1]).any():
                 raise TypeError("emit_rows() must return each row once")
-            table = table.take(pa.array(order))
+            table = table.take(indices(order))
         table = table.append_column("split", _split_column(batch, table.num_rows, splits))
         if not keys:
             return table
-        name = pa.repeat(pa.scalar(batch.split, pa.string()), table.num_rows)
-        return table.append_column("key", pa.array(node_keys(name, table.column("row"))))
+        name = pa.repeat(strings([batch.split], pa.string())[0], table.num_rows)
+        return table.append_column("key", numeric_array(node_keys(name, table.column("row"))))
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
         return None
@@ -242,8 +243,8 @@ def node_keys(split: Any, row: Any) -> np.ndarray:
     codes = split.dictionary_encode()
     names = codes.dictionary.to_pylist()
     salt = np.array([xxhash.xxh3_64_intdigest(str(n).encode()) for n in names], np.uint64)
-    idx = np.asarray(codes.indices.to_numpy(zero_copy_only=False), np.int64)
-    rows = np.asarray(row.to_numpy() if hasattr(row, "to_numpy") else row, np.int64)
+    idx = np.asarray(fixed(codes.indices), np.int64)
+    rows = np.asarray(fixed(row) if isinstance(row, (pa.Array, pa.ChunkedArray)) else row, np.int64)
     return mix64(rows.astype(np.uint64) ^ salt[idx])
 
 
@@ -330,12 +331,12 @@ class _SlicedWrites:
 
 def _row_span(batch: pa.RecordBatch) -> tuple[int, int]:
     """The node ids (:func:`_node_ids`) of a payload batch's first and last rows."""
-    ends = pa.array([0, batch.num_rows - 1])
+    ends = indices(np.array([0, batch.num_rows - 1]))
     split = batch.column("split").take(ends)
     if not pa.types.is_integer(split.type):
         raise TypeError("the payload spilled by row names its split by rank")
-    rows = np.asarray(batch.column("row").take(ends).to_numpy(), np.int64)
-    ids = (np.asarray(split.to_numpy(), np.int64) << 40) | rows
+    rows = np.asarray(fixed(batch.column("row").take(ends)), np.int64)
+    ids = (np.asarray(fixed(split), np.int64) << 40) | rows
     return int(ids[0]), int(ids[1])
 
 
@@ -383,7 +384,7 @@ class DiskSpill:
         # on disk
         if held + size <= self.budget and (index, p) not in self.writers:
             # a copy: a piece is a slice of its batch's cut, which would stay alive whole
-            piece = piece.take(pa.array(np.arange(piece.num_rows)))
+            piece = piece.take(indices(np.arange(piece.num_rows)))
             self.memory.setdefault((index, p), []).append(piece)
             self.held += size
             return
@@ -426,12 +427,12 @@ class DiskSpill:
             return
         table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
         table = table.combine_chunks()  # one piece of one chunk (as emit_rows makes): no copy
-        rows = np.asarray(table.column("row").to_numpy(), np.int64)
+        rows = np.asarray(fixed(table.column("row")), np.int64)
         if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():  # pieces came out of order
             order = np.argsort(rows, kind="stable")
             if (rows[order][1:] == rows[order][:-1]).any():
                 raise ValueError("emit_rows() gave a row twice (or a row of another batch)")
-            table = table.take(pa.array(order)).combine_chunks()
+            table = table.take(indices(order)).combine_chunks()
         held = self.held + (self.shared.held if self.shared is not None else 0)
         if held + table.nbytes <= self.budget and (name, -1) not in self.writers:
             for batch in table.to_batches():  # under the budget: kept here, not written
@@ -549,7 +550,7 @@ class PayloadRows:
         table = pa.concat_tables(pieces, promote_options="default")
         if len(uniq) == len(nodes) and (inverse == np.arange(len(nodes))).all():
             return table
-        return table.take(pa.array(inverse))
+        return table.take(indices(inverse))
 
     def _rows(self, b: int, rows: np.ndarray, columns: list[str] | None) -> pa.Table:
         """Rows ``rows`` of batch ``b``, copied out of a mapping of that batch alone (or taken
@@ -582,18 +583,18 @@ def _take_rows(batch: pa.RecordBatch, rows: np.ndarray, columns: list[str] | Non
     ``columns`` (default all)."""
     if columns is not None:
         batch = batch.select(["split", "row", *columns])
-    have = batch.column("row").to_numpy()
+    have = fixed(batch.column("row"))
     pos = np.minimum(np.searchsorted(have, rows), len(have) - 1)
     if not (have[pos] == rows).all():
         raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
-    return batch.take(pa.array(pos))
+    return batch.take(indices(pos))
 
 
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
     """The rows of a partition that share their key with another row (a row alone with its key
     meets no one: most rows of an LSH band), in an order that does not depend on the
     partitioning of the input: (key, split in the audit's order, row); None if there are none."""
-    keys = part.column("key").to_numpy()
+    keys = fixed(part.column("key"))
     # numpy's unstable argsort (SIMD) is ~4x faster than a stable one on uint64; the rows
     # that share a key are then put back in their order in the partition, so the final stable
     # sort breaks ties as a stable sort of all keys would
@@ -606,8 +607,8 @@ def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
     if not len(at):
         return None
     r = _ranks(part.column("split"), splits)[at]
-    rows = np.asarray(part.column("row").to_numpy(), np.int64)[at]
-    return _named(part.take(pa.array(at[np.lexsort((rows, r, keys[at]))])), splits)
+    rows = np.asarray(fixed(part.column("row")), np.int64)[at]
+    return _named(part.take(indices(at[np.lexsort((rows, r, keys[at]))])), splits)
 
 
 def _check_edges(edges: pa.Table, what: str) -> None:
@@ -637,7 +638,7 @@ def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | 
         at = np.minimum(np.searchsorted(nodes, want), len(nodes) - 1)
         if not (nodes[at] == want).all():
             raise ValueError("edges() named a row that is not in its partition")
-        taken = part.select(payload).take(pa.array(first[at]))
+        taken = part.select(payload).take(indices(first[at]))
         for name in payload:
             edges = edges.append_column(f"{end}.{name}", taken.column(name))
     return edges
@@ -661,7 +662,7 @@ def candidates_of(
     nb = _node_ids(pairs.column("split_b"), pairs.column("row_b"), splits)
     swap = na > nb
     if swap.any():  # pairs are unordered: the smaller end first
-        mask = pa.array(swap)
+        mask = mask_array(swap)
         cols = {c: pairs.column(c) for c in EDGE_COLUMNS}
         for a, b in (("split_a", "split_b"), ("row_a", "row_b")):
             pairs = pairs.set_column(
@@ -672,11 +673,11 @@ def candidates_of(
             )
     keep = na != nb
     if not keep.all():
-        pairs = pairs.filter(pa.array(keep))
+        pairs = pairs.filter(mask_array(keep))
     if pairs.num_rows == 0:
         return [None] * parts
     key = node_keys(pairs.column("split_a"), pairs.column("row_a"))
-    return _cut(pairs.append_column("key", pa.array(key)), parts)
+    return _cut(pairs.append_column("key", numeric_array(key)), parts)
 
 
 def _locate(rows: pa.Table | None, nodes: np.ndarray, splits: list[str], what: str) -> np.ndarray:
@@ -714,8 +715,8 @@ def join_first(
     at = _locate(rows, na[keep], splits, "a candidate pair")
     where = _which(
         node_keys(
-            pairs.column("split_b").take(pa.array(keep)),
-            pairs.column("row_b").take(pa.array(keep)),
+            pairs.column("split_b").take(indices(keep)),
+            pairs.column("row_b").take(indices(keep)),
         ),
         parts,
     )
@@ -723,10 +724,10 @@ def join_first(
     # the pairs and one of the rows, then zero-copy slices
     by = np.argsort(where, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(where, minlength=parts))])
-    pairs = pairs.take(pa.array(keep[by]))
+    pairs = pairs.take(indices(keep[by]))
     need = [np.unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
     starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
-    ends = rows.take(pa.array(np.concatenate(need)))
+    ends = rows.take(indices(np.concatenate(need)))
     for q in range(parts):
         if bounds[q + 1] > bounds[q]:
             out[q] = pairs.slice(bounds[q], bounds[q + 1] - bounds[q])
@@ -752,17 +753,17 @@ def verify_part(
     na = _node_ids(pairs_t.column("split_a"), pairs_t.column("row_a"), splits)
     nb = _node_ids(pairs_t.column("split_b"), pairs_t.column("row_b"), splits)
     order = np.lexsort((nb, na))  # the same order whatever the partitions
-    pairs_t, na, nb = pairs_t.take(pa.array(order)), na[order], nb[order]
+    pairs_t, na, nb = pairs_t.take(indices(order)), na[order], nb[order]
     at_a = _locate(ends_t, na, splits, "a candidate pair")
     at_b = _locate(rows, nb, splits, "a candidate pair")
     need_b, inv_b = np.unique(at_b, return_inverse=True)
     cols = [c for c in rows.column_names if c != "key"]
     both = pa.concat_tables(
-        [ends_t.select(cols), rows.select(cols).take(pa.array(need_b))], promote_options="default"
+        [ends_t.select(cols), rows.select(cols).take(indices(need_b))], promote_options="default"
     )
     both = _named(both, splits)
-    pairs_t = pairs_t.append_column("at_a", pa.array(at_a, pa.int64()))
-    pairs_t = pairs_t.append_column("at_b", pa.array(ends_t.num_rows + inv_b, pa.int64()))
+    pairs_t = pairs_t.append_column("at_a", indices(at_a))
+    pairs_t = pairs_t.append_column("at_b", indices(ends_t.num_rows + inv_b))
     edges = rule.verify_pairs(pairs_t, both)
     if edges is None or edges.num_rows == 0:
         return None, None
@@ -778,7 +779,7 @@ def verify_part(
         )
     )
     payload = _carried(rule, cols, fetchable=False)
-    members = both.take(pa.array(_locate(both, ends_of, splits, "verify_pairs()")))
+    members = both.take(indices(_locate(both, ends_of, splits, "verify_pairs()")))
     return edges, members.select(["split", "row", *payload])
 
 
@@ -808,11 +809,11 @@ def verify_rows(
     first = np.ones(len(order), bool)
     first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
     keep = order[first]
-    pairs, na, nb = pairs.take(pa.array(keep)), na[keep], nb[keep]
+    pairs, na, nb = pairs.take(indices(keep)), na[keep], nb[keep]
     nodes, inverse = np.unique(np.concatenate([na, nb]), return_inverse=True)
     both = _named(payload.take(nodes), splits)
-    pairs = pairs.append_column("at_a", pa.array(inverse[: len(na)], pa.int64()))
-    pairs = pairs.append_column("at_b", pa.array(inverse[len(na) :], pa.int64()))
+    pairs = pairs.append_column("at_a", indices(inverse[: len(na)]))
+    pairs = pairs.append_column("at_b", indices(inverse[len(na) :]))
     edges = rule.verify_pairs(pairs, both)
     if edges is None or edges.num_rows == 0:
         return None, None
@@ -830,7 +831,7 @@ def verify_rows(
     if not (nodes[at] == ends_of).all():
         raise ValueError("verify_pairs() named a row that is not an end of its pairs")
     cols = _carried(rule, both.column_names, fetchable=True)
-    return edges, both.select(["split", "row", *cols]).take(pa.array(at))
+    return edges, both.select(["split", "row", *cols]).take(indices(at))
 
 
 def run_local(
@@ -938,14 +939,14 @@ def _ranks(split: Any, splits: list[str]) -> np.ndarray:
     """Each row's split as its rank in ``splits``: a spilled rank column as it is, a column of
     names looked up (a rule's edges, a conformance check's spill)."""
     if pa.types.is_integer(split.type):
-        r = np.asarray(split.to_numpy(), np.int64)
+        r = np.asarray(fixed(split), np.int64)
         if len(r) and (r.min() < 0 or r.max() >= len(splits)):
             raise ValueError("a keyed row names a split the audit does not have")
         return r
-    rank = pc.index_in(split, value_set=pa.array(splits, pa.string()))
+    rank = pc.index_in(split, value_set=strings(splits, pa.string()))
     if rank.null_count:
         raise ValueError("a keyed row names a split the audit does not have")
-    return np.asarray(rank.to_numpy(zero_copy_only=False), np.int64)
+    return np.asarray(fixed(rank), np.int64)
 
 
 def _named(table: pa.Table, splits: list[str]) -> pa.Table:
@@ -953,35 +954,35 @@ def _named(table: pa.Table, splits: list[str]) -> pa.Table:
     split = table.column("split")
     if not pa.types.is_integer(split.type):
         return table
-    names = pa.array(splits, pa.string()).take(pa.array(_ranks(split, splits)))
+    names = strings(splits, pa.string()).take(indices(_ranks(split, splits)))
     return table.set_column(table.column_names.index("split"), "split", names)
 
 
 def _node_ids(split: Any, row: Any, splits: list[str]) -> np.ndarray:
     """(split rank << 40) | row: one sortable int64 per (split, row)."""
-    return (_ranks(split, splits) << 40) | np.asarray(row.to_numpy(), np.int64)
+    return (_ranks(split, splits) << 40) | np.asarray(fixed(row), np.int64)
 
 
 def _take_chunked(col: pa.ChunkedArray, at: np.ndarray) -> pa.Array | pa.ChunkedArray:
     """``col.take(at)`` chunk by chunk: Arrow's take on a chunked column of strings joins its
     chunks first (a copy of the whole column, here every edge's payload twice)."""
     if col.num_chunks <= 1:
-        return col.take(pa.array(at))
+        return col.take(indices(at))
     lengths = np.array([len(c) for c in col.chunks], np.int64)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     which = np.searchsorted(bounds, at, side="right") - 1
     by = np.argsort(which, kind="stable")
     cuts = np.searchsorted(which[by], np.arange(len(lengths) + 1))
     pieces = [
-        col.chunk(c).take(pa.array(at[by[cuts[c] : cuts[c + 1]]] - bounds[c]))
+        col.chunk(c).take(indices(at[by[cuts[c] : cuts[c + 1]]] - bounds[c]))
         for c in range(len(lengths))
         if cuts[c + 1] > cuts[c]
     ]
     if not pieces:
-        return col.take(pa.array(at))
+        return col.take(indices(at))
     inverse = np.empty(len(at), np.int64)
     inverse[by] = np.arange(len(at))
-    return pa.concat_arrays(pieces).take(pa.array(inverse))
+    return pa.concat_arrays(pieces).take(indices(inverse))
 
 
 class Cluster(list):
@@ -1023,10 +1024,10 @@ class Clusters(list):
         payload on disk where the finish runs beside it, else from the members' rows."""
         at = np.asarray(at, np.int64)
         if self.rows is not None and all(c in self.rows.column_names for c in columns):
-            return self.rows.select(columns).take(pa.array(at))
+            return self.rows.select(columns).take(indices(at))
         if self.payload is None or self.rows is None:
             raise KeyError(f"the clusters carry no payload columns {columns}")
-        taken = self.rows.select(["split", "row"]).take(pa.array(at))
+        taken = self.rows.select(["split", "row"]).take(indices(at))
         nodes = _node_ids(taken.column("split"), taken.column("row"), self.payload.splits)
         return self.payload.take(nodes, list(columns)).select(list(columns))
 
@@ -1058,7 +1059,7 @@ def clusters_of(
         dup = np.zeros(len(order), bool)
         dup[1:] = (a[order][1:] == a[order][:-1]) & (b[order][1:] == b[order][:-1])
         order = order[~dup]
-        a, b, table = a[order], b[order], table.take(pa.array(order))
+        a, b, table = a[order], b[order], table.take(indices(order))
         scored = pa.table(
             {"split": table.column("split_a"), "score": table.column("score").cast(pa.float64())}
         )
@@ -1098,16 +1099,16 @@ def clusters_of(
                 if name not in ("split", "row", "key"):
                     payload[name] = _take_chunked(mt.column(name), at)
     if scored is not None:
-        score = scored.column("score").to_numpy()
+        score = fixed(scored.column("score"))
         best = np.zeros(n)
         np.maximum.at(best, ia, score)
         np.maximum.at(best, ib, score)
-        payload["score"] = pa.array(best[order])
+        payload["score"] = numeric_array(best[order])
     del table
     rows = pa.table(
         {
-            "split": pa.array(split_col, pa.string()),
-            "row": row_col,
+            "split": strings(splits, pa.string()).take(indices(nodes[order] >> 40)),
+            "row": numeric_array(row_col),
             **payload,
         }
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..features.arrays import indices
 from ..sketches.lsh import signature_keys
 from ..sketches.minhash import ShingleSets
 
@@ -92,7 +93,7 @@ def set_column(sets: ShingleSets, idx: np.ndarray) -> pa.Array:
         len(sets),
         [None, pa.py_buffer(offsets), pa.py_buffer(values)],
     )
-    return whole.take(pa.array(np.asarray(idx, np.int64)))
+    return whole.take(indices(idx))
 
 
 def sets_of(col: pa.Array | pa.ChunkedArray) -> ShingleSets:

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...features import Batch
+from ...features.arrays import numeric_array, strings
 from .._ids import id_column
 
 
@@ -18,7 +19,7 @@ def source_values(batch: Batch) -> pa.Array | None:
         return None
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
-    return pc.fill_null(col.cast(pa.large_string()), "(none)")
+    return pc.fill_null(col.cast(pa.large_string()), strings(["(none)"])[0])
 
 
 def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa.Table:
@@ -36,25 +37,6 @@ def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa
 def two_labels(mask: np.ndarray, yes: str, no: str) -> pa.DictionaryArray:
     """``yes`` where ``mask``, else ``no``: a dictionary of two, no string per row (the
     kept/duplicate labels of DUP001's and DUP002's flags)."""
-    return pa.DictionaryArray.from_arrays(pa.array((~mask).astype(np.int8)), [yes, no])
-
-
-def per_source(
-    sources: list[pa.Array], removable: np.ndarray, n: int
-) -> dict[str, dict[str, float | int]]:
-    """{source: {rows, duplicate_rows, duplicate_rate}} with ``removable`` a bool mask."""
-    if not sources or n == 0:
-        return {}
-    joined = pa.chunked_array(sources, pa.large_string())
-    src = np.asarray(joined.to_numpy(zero_copy_only=False), dtype=object)
-    names, inv = np.unique(src.astype(str), return_inverse=True)
-    rows = np.bincount(inv, minlength=len(names))
-    dups = np.bincount(inv, weights=removable, minlength=len(names)).astype(np.int64)
-    return {
-        str(name): {
-            "rows": int(r),
-            "duplicate_rows": int(d),
-            "duplicate_rate": float(d / r) if r else 0.0,
-        }
-        for name, r, d in zip(names, rows, dups)
-    }
+    return pa.DictionaryArray.from_arrays(
+        numeric_array((~mask).astype(np.int8)), strings([yes, no], pa.string())
+    )

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.arrays import bools, fixed, indices, numeric_array
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
 from ...wording import plural
@@ -86,10 +87,10 @@ class ExactDuplicates(Rule):
         keep = np.flatnonzero(h != 0)
         if not len(keep):
             return None
-        at = pa.array(keep)
+        at = indices(keep)
         cols: dict[str, Any] = {
-            "key": pa.array(h[keep], pa.uint64()),
-            "row": pa.array(np.asarray(batch.row_ids)[keep], pa.int64()),
+            "key": numeric_array(np.asarray(h[keep], np.uint64)),
+            "row": numeric_array(np.asarray(batch.row_ids, np.int64)[keep]),
             "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
         }
         return with_row_labels(cols, batch, at)
@@ -97,14 +98,12 @@ class ExactDuplicates(Rule):
     def edges(self, part: pa.Table) -> pa.Table:
         """Rows sorted by (key, split, row): each row with the same key and split as the row
         before it is that row's duplicate (a chain through the group)."""
-        keys = part.column("key").to_numpy()
+        keys = fixed(part.column("key"))
         split = part.column("split")
-        same_split = pc.equal(split.slice(1), split.slice(0, len(split) - 1)).to_numpy(
-            zero_copy_only=False
-        )
+        same_split = bools(pc.equal(split.slice(1), split.slice(0, len(split) - 1)))
         link = np.flatnonzero((keys[1:] == keys[:-1]) & same_split)
         row = part.column("row")
-        a, b = pa.array(link), pa.array(link + 1)
+        a, b = indices(link), indices(link + 1)
         return pa.table(
             {
                 "split_a": split.take(a),
@@ -205,7 +204,7 @@ def _flag_groups(
     ends = np.cumsum(sizes)
     offset = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
     at = np.repeat(starts, sizes) + offset  # each member's row in the clusters' table
-    rows = table.column("row").to_numpy()
+    rows = fixed(table.column("row"))
     first = offset == 0
     result.flags.add(
         split,
@@ -213,7 +212,7 @@ def _flag_groups(
         group=np.repeat(rows[starts], sizes),  # the first row, written as text
         detail=two_labels(first, "kept", "duplicate"),
         action=two_labels(first, "keep", "drop"),
-        id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
+        id=table.column("id").take(indices(at)) if "id" in table.column_names else None,
     )
 
 

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.arrays import bools, fixed, indices, mask_array, numeric_array, strings
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, s_curve, signature_keys
 from ...sketches.minhash import empty_rows, jaccard_estimate, pair_jaccard
@@ -170,10 +171,10 @@ class NearDuplicates(Rule):
         rows = np.asarray(batch.row_ids, np.int64)[idx]
         return pa.table(
             {
-                "key": pa.array(keys, pa.uint64()),
-                "row": pa.array(rows[at], pa.int64()),
-                "full": pa.array(full[at], pa.uint64()),
-                "band": pa.array(band, pa.uint8()),
+                "key": numeric_array(np.asarray(keys, np.uint64)),
+                "row": numeric_array(rows[at]),
+                "full": numeric_array(np.asarray(full[at], np.uint64)),
+                "band": numeric_array(np.asarray(band, np.uint8)),
             }
         )
 
@@ -183,11 +184,11 @@ class NearDuplicates(Rule):
         sig, idx = self._valid(batch)
         if not len(idx):
             return None
-        at = pa.array(idx)
+        at = indices(idx)
         cols: dict[str, Any] = {
-            "row": pa.array(np.asarray(batch.row_ids, np.int64)[idx], pa.int64()),
+            "row": numeric_array(np.asarray(batch.row_ids, np.int64)[idx]),
             "sig": sig_column(sig[idx]),
-            "hash": pa.array(nonempty_hash(batch)[idx], pa.uint64()),
+            "hash": numeric_array(np.asarray(nonempty_hash(batch)[idx], np.uint64)),
             "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
         }
         if self.verify == "exact":
@@ -201,26 +202,26 @@ class NearDuplicates(Rule):
         other rows chain as the in-process LSH chains them: each to the bucket's first and to
         its predecessor."""
         n = part.num_rows
-        keys = part.column("key").to_numpy()
+        keys = fixed(part.column("key"))
         split = part.column("split")
         split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
-        codes = np.asarray(split.dictionary_encode().indices.to_numpy(zero_copy_only=False))
-        full = part.column("full").to_numpy()
-        band = part.column("band").to_numpy()
+        codes = fixed(split.dictionary_encode().indices)
+        full = fixed(part.column("full"))
+        band = fixed(part.column("band"))
         new = np.ones(n, bool)
         new[1:] = (keys[1:] != keys[:-1]) | (codes[1:] != codes[:-1])
         a, b, copies = bucket_pairs(new, full, band)
         same = np.zeros(len(a), bool)
         same[:copies] = True
         row = part.column("row")
-        ia, ib = pa.array(a), pa.array(b)
+        ia, ib = indices(a), indices(b)
         return pa.table(
             {
                 "split_a": split.take(ia),
                 "row_a": row.take(ia),
                 "split_b": split.take(ib),
                 "row_b": row.take(ib),
-                "same": pa.array(same),
+                "same": mask_array(same),
             }
         )
 
@@ -229,9 +230,9 @@ class NearDuplicates(Rule):
         signature estimate is far below the threshold is not merged, as in-process), or the
         signature estimate; copies (identical signatures) score 1.0 unverified."""
         threshold = float(self.threshold)
-        a = pairs.column("at_a").to_numpy()
-        b = pairs.column("at_b").to_numpy()
-        same = np.asarray(pairs.column("same").to_numpy(zero_copy_only=False), bool)
+        a = fixed(pairs.column("at_a"))
+        b = fixed(pairs.column("at_b"))
+        same = bools(pairs.column("same"))
         check = np.flatnonzero(~same)
         sig = signatures_of(rows.column("sig"), int(self.num_perm))
         if self.verify == "exact":
@@ -243,9 +244,9 @@ class NearDuplicates(Rule):
         score[check] = sim
         ok = same.copy()
         ok[check] = sim >= threshold
-        keep = pa.array(np.flatnonzero(ok))
+        keep = indices(np.flatnonzero(ok))
         out = pairs.select(["split_a", "row_a", "split_b", "row_b"]).take(keep)
-        return out.append_column("score", pa.array(score[ok]))
+        return out.append_column("score", numeric_array(score[ok]))
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
         raise RuntimeError(
@@ -317,7 +318,7 @@ class NearDuplicates(Rule):
             ends = np.cumsum(sizes)
             offset = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
             at = np.repeat(starts, sizes) + offset
-            rows = table.column("row").to_numpy()
+            rows = fixed(table.column("row"))
             first = offset == 0
             result.flags.add(
                 split,
@@ -326,14 +327,14 @@ class NearDuplicates(Rule):
                 detail=two_labels(first, "kept", "duplicate"),
                 action=two_labels(first, "keep", "drop"),
                 # rounded as numpy rounds (half to even on the scaled value), as always
-                score=np.round(table.column("score").to_numpy()[at], 4),
-                id=table.column("id").take(pa.array(at)) if "id" in table.column_names else None,
+                score=np.round(fixed(table.column("score"))[at], 4),
+                id=table.column("id").take(indices(at)) if "id" in table.column_names else None,
             )
             if "source" in table.column_names:
-                drop = table.column("source").take(pa.array(at[~first]))
+                drop = table.column("source").take(indices(at[~first]))
                 for item in pc.value_counts(drop).to_pylist():
                     removable[item["values"]] = int(item["counts"])
-            hashes = table.column("hash").to_numpy()
+            hashes = fixed(table.column("hash"))
             cid = np.repeat(np.arange(len(groups)), sizes)
             h = hashes[at]
             order = np.lexsort((h, cid))
@@ -442,8 +443,8 @@ def _split_scores(edges: pa.Table | None, split: str) -> np.ndarray:
     """The scores of the split's verified edges, in (first end, second end) order."""
     if edges is None or edges.num_rows == 0:
         return np.zeros(0)
-    mask = pc.equal(edges.column("split"), split)
-    return np.asarray(edges.column("score").filter(mask).to_numpy(), float)
+    mask = pc.equal(edges.column("split"), strings([split], pa.string())[0])
+    return np.asarray(fixed(edges.column("score").filter(mask)), float)
 
 
 def _per_source(

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from ...features import Batch
+from ...features.arrays import fixed, indices, mask_array, nulls_like, numeric_array
 from ...sketches.minhash import EMPTY_HASH
 from ...sketches.state import PerSplit
 from .._columns import SNIPPET_EXTRA, cat
@@ -72,9 +73,9 @@ def update(state: dict[str, Any], batch: Batch) -> dict[str, Any]:
     sp["row"].append(batch.row_ids[idx])
     row_ids = id_column(batch)
     if row_ids is not None:
-        sp["ids"].append(row_ids.take(pa.array(idx)))
+        sp["ids"].append(row_ids.take(indices(idx)))
     if state["snip"]:
-        text = batch.input_text.take(pa.array(idx))
+        text = batch.input_text.take(indices(idx))
         sp["snip"].append(pc.utf8_slice_codeunits(text, 0, state["snip"] + SNIPPET_EXTRA))
     return state
 
@@ -149,7 +150,7 @@ def _conflict_groups(split, h, y, rows, comp, sp, order) -> list[Group]:
     snips = None
     if sp["snip"]:
         snips = pa.concat_arrays([c.cast(pa.large_string()) for c in sp["snip"]]).take(
-            pa.array(order)
+            indices(order)
         )
     members: dict[int, list[int]] = {}
     flagged = np.flatnonzero(np.isin(comp, np.fromiter(bad, np.int64, len(bad))))
@@ -297,10 +298,10 @@ def emit(state: dict[str, Any], batch: Batch, bands: int, per_band: int) -> pa.T
     rows = np.asarray(batch.row_ids, np.int64)
     return pa.table(
         {
-            "key": pa.array(np.concatenate(keys), pa.uint64()),
-            "row": pa.array(rows[np.concatenate(at)], pa.int64()),
-            "band": pa.array(np.concatenate(band), pa.int8()),
-            "full": pa.array(np.concatenate(full), pa.uint64()),
+            "key": numeric_array(np.concatenate(keys).astype(np.uint64, copy=False)),
+            "row": numeric_array(rows[np.concatenate(at)]),
+            "band": numeric_array(np.concatenate(band).astype(np.int8, copy=False)),
+            "full": numeric_array(np.concatenate(full).astype(np.uint64, copy=False)),
         }
     )
 
@@ -317,17 +318,17 @@ def emit_rows(state: dict[str, Any], batch: Batch) -> pa.Table | None:
     take = np.flatnonzero(has)
     if not take.size:
         return None
-    idx = pa.array(take)
+    idx = indices(take)
     is_labeled = ids[take] != 0
     cols: dict[str, Any] = {
-        "row": pa.array(np.asarray(batch.row_ids, np.int64)[take], pa.int64()),
-        "y": pa.array(ids[take], pa.uint64()),
-        "h": pa.array(np.where(is_labeled, hashes[take], np.uint64(0)), pa.uint64()),
+        "row": numeric_array(np.asarray(batch.row_ids, np.int64)[take]),
+        "y": numeric_array(np.asarray(ids[take], np.uint64)),
+        "h": numeric_array(np.where(is_labeled, hashes[take], np.uint64(0)).astype(np.uint64)),
     }
     if state["snip"]:
         text = batch.input_text.take(idx).cast(pa.large_string())
         text = pc.utf8_slice_codeunits(text, 0, state["snip"] + SNIPPET_EXTRA)
-        cols["snip"] = pc.if_else(pa.array(is_labeled), text, pa.scalar(None, pa.large_string()))
+        cols["snip"] = pc.if_else(mask_array(is_labeled), text, nulls_like(text))
     row_ids = id_column(batch)
     if row_ids is not None:
         cols["id"] = row_ids.take(idx)
@@ -343,12 +344,12 @@ def edges(part: pa.Table) -> pa.Table:
     per LSH band bucket the pairs :func:`dataaudit.sketches.lsh.near_duplicate_pairs` takes
     from it (rows with identical signatures to their first row, the bucket's other rows to its
     first and previous one)."""
-    band = part.column("band").to_numpy()
-    row = part.column("row").to_numpy()
-    key = part.column("key").to_numpy()
+    band = fixed(part.column("band"))
+    row = fixed(part.column("row"))
+    key = fixed(part.column("key"))
     split = part.column("split")
     split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
-    scode = np.asarray(split.dictionary_encode().indices.to_numpy(zero_copy_only=False), np.int64)
+    scode = np.asarray(fixed(split.dictionary_encode().indices), np.int64)
     a_parts: list[np.ndarray] = []
     b_parts: list[np.ndarray] = []
     # exact: the labeled rows of one (key, split), in row order, each to the one before
@@ -360,13 +361,13 @@ def edges(part: pa.Table) -> pa.Table:
         b_parts.append(ex[link + 1])
     nr = np.flatnonzero(band != EXACT_BAND)
     if nr.size > 1:
-        full = part.column("full").to_numpy()[nr]
+        full = fixed(part.column("full"))[nr]
         a, b = _band_pairs(scode[nr], band[nr], key[nr], full, row[nr])
         a_parts.append(nr[a])
         b_parts.append(nr[b])
     a = np.concatenate(a_parts) if a_parts else np.empty(0, np.int64)
     b = np.concatenate(b_parts) if b_parts else np.empty(0, np.int64)
-    ia, ib = pa.array(a), pa.array(b)
+    ia, ib = indices(a), indices(b)
     rows = part.column("row")
     return pa.table(
         {
@@ -397,17 +398,17 @@ def verify_pairs(pairs: pa.Table, rows: pa.Table, threshold: float) -> pa.Table:
     candidate) is kept or dropped the same way whichever copy the engine keeps."""
     from ...sketches.minhash import jaccard_estimate
 
-    a = pairs.column("at_a").to_numpy()
-    b = pairs.column("at_b").to_numpy()
-    y = rows.column("y").to_numpy()
-    h = rows.column("h").to_numpy()
+    a = fixed(pairs.column("at_a"))
+    b = fixed(pairs.column("at_b"))
+    y = fixed(rows.column("y"))
+    h = fixed(rows.column("h"))
     ok = (y[a] != 0) & (y[b] != 0) & (h[a] == h[b])
     if "sig" in rows.column_names:
         sig, at = _signatures(rows.column("sig"))
         check = np.flatnonzero(~ok & (at[a] >= 0) & (at[b] >= 0))
         sa, sb = sig[at[a[check]]], sig[at[b[check]]]
         ok[check] = (sa == sb).all(axis=1) | (jaccard_estimate(sa, sb) >= threshold)
-    return pairs.select(["split_a", "row_a", "split_b", "row_b"]).filter(pa.array(ok))
+    return pairs.select(["split_a", "row_a", "split_b", "row_b"]).filter(mask_array(ok))
 
 
 def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts]:
@@ -419,8 +420,8 @@ def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts
     made: list[Group] = []
     firsts: list[int] = []  # each group's first labeled row in ``table`` (its snippet's)
     if table is not None and table.num_rows:
-        y = table.column("y").to_numpy()
-        h = table.column("h").to_numpy()
+        y = fixed(table.column("y"))
+        h = fixed(table.column("h"))
         ids = table.column("id") if "id" in table.column_names else None
         for cluster in clusters:
             at = cluster.at
@@ -447,7 +448,7 @@ def find_keyed(state: dict[str, Any], clusters: Any) -> dict[str, SplitConflicts
                     labels=labels,
                     snippet=None,
                     label_counts=counts,
-                    ids=[None] * idx.size if ids is None else ids.take(pa.array(idx)).to_pylist(),
+                    ids=[None] * idx.size if ids is None else ids.take(indices(idx)).to_pylist(),
                 )
             )
             by_split.setdefault(split, []).append(made[-1])
