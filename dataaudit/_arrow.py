@@ -36,8 +36,12 @@ _LARGE_STRING = pa.large_string()
 
 
 def one_chunk(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``arr`` as one Array: a ChunkedArray's only chunk as it is, its chunks combined if more."""
+    """``arr`` as one Array: a ChunkedArray's only chunk as it is, its chunks combined if more
+    (none: an empty array, as ``combine_chunks`` would give through ``pa.array([])``, which
+    imports pandas)."""
     if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 0:
+            return pa.nulls(0, arr.type)
         return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     return arr
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -79,4 +82,19 @@ def test_one_chunk():
     assert _arrow.one_chunk(single).equals(arr)
     assert _arrow.one_chunk(single).buffers()[1].address == arr.buffers()[1].address  # no copy
     assert _arrow.one_chunk(pa.chunked_array([arr, arr.slice(1)])).to_pylist() == [1, 2, 3, 2, 3]
-    assert len(_arrow.one_chunk(pa.chunked_array([], pa.int64()))) == 0
+    none = _arrow.one_chunk(pa.chunked_array([], pa.large_string()))
+    assert none.equals(pa.array([], pa.large_string())) and none.type == pa.large_string()
+
+
+def test_no_chunks_do_not_import_pandas():
+    pytest.importorskip("pandas")
+    code = (
+        "import sys\n"
+        "import pyarrow as pa\n"
+        "from dataaudit._arrow import one_chunk, take, validity\n"
+        "empty = pa.chunked_array([], pa.large_string())\n"
+        "print(len(one_chunk(empty)), validity(empty), len(take(empty, [])), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "0 None 0 False"
