@@ -309,6 +309,12 @@ def iter_jsonl(
                 schema, first = peeked.table.schema, False
                 yield from _rebatch(peeked.table, batch_size)
             while True:
+                if pending is not None and schema is None:
+                    # the next block's parse takes the first parsed block's schema: hand this
+                    # one over first, before reading on (a peek stops after its first batch:
+                    # reading and checking the next 8 MB for it was ~30 ms wasted)
+                    yield from emit(pending)
+                    pending = None
                 chunk = fh.read(block_bytes)
                 consumed += len(chunk)
                 if first:
@@ -326,10 +332,6 @@ def iter_jsonl(
                 if block and not block.isspace():
                     _check_utf8(path, block, line_no)
                     deep, newlines = _too_deep(block)
-                    if pending is not None and schema is None:
-                        # this block's parse takes the first parsed block's schema: wait for it
-                        yield from emit(pending)
-                        pending = None
                     if deep:
                         parsed = None
                     elif pending is None:

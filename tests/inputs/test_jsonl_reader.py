@@ -83,6 +83,27 @@ def test_the_first_block_is_parsed_once_for_peek_and_stream(tmp_path, monkeypatc
     assert not jsonl._PEEKED
 
 
+def test_the_peek_reads_and_checks_the_first_block_only(tmp_path, monkeypatch):
+    """The corpus peek stops after the first batch: the next block is neither read nor checked
+    for it (on 8 MB blocks that was ~30 ms of a load); the stream then reads every block once."""
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.corpus import load_corpus
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 32768)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(2000))  # ~4 blocks of ~550 rows (the peek reads 2 batches of 256)
+    checked = []
+    real = jsonl._too_deep
+    monkeypatch.setattr(jsonl, "_too_deep", lambda block: checked.append(1) or real(block))
+    corpus = load_corpus(path)
+    assert len(checked) == 1
+    rows = sum(rb.num_rows for _, rb in corpus.stream(64))
+    assert rows == 2000
+    blocks = -(-path.stat().st_size // 32768)
+    assert len(checked) in (blocks, blocks + 1)  # a block ends at a line's end: one more
+    jsonl._PEEKED.clear()
+
+
 def test_a_peeked_block_is_not_reused_for_a_changed_file(tmp_path, monkeypatch):
     import dataaudit.inputs.jsonl as jsonl
 
