@@ -27,23 +27,22 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numba
 import numpy as np
 
 from .hashing import GOLDEN, M1, M2
 
 
-def _import_numba() -> Any:
-    """``import numba``, without letting its first compile-or-cache-load import SciPy's BLAS.
+def _block_blas_probe() -> None:
+    """Load numba's array-math registry without letting it import SciPy's BLAS.
 
-    numba's array-math registry (loaded on the first call of any kernel, cache hit or not)
-    probes ``scipy.linalg.cython_blas`` at import, which imports all of ``scipy.linalg``: ~0.15 s
-    of start-up per process (and per worker) that no kernel here uses. The probe is answered
-    "not installed" while the registry loads; its only effect is that ``np.convolve`` and
-    ``np.correlate`` in numba code use their own loop instead of BLAS (every linear-algebra
-    function still imports SciPy itself when compiled, and the block is lifted right after).
+    The registry (imported by numba's context refresh before any compile) probes
+    ``scipy.linalg.cython_blas`` at import, which imports all of ``scipy.linalg``: ~0.15 s that
+    no kernel here uses. The probe is answered "not installed" while the registry loads; its only
+    effect is that ``np.convolve`` and ``np.correlate`` in numba code use their own loop instead of
+    BLAS (every linear-algebra function still imports SciPy itself when compiled, and the block is
+    lifted right after).
     """
-    import numba
-
     probe = "scipy.linalg.cython_blas"
     block = probe not in sys.modules
     if block:
@@ -53,21 +52,61 @@ def _import_numba() -> Any:
     finally:
         if block and sys.modules.get(probe, 0) is None:
             del sys.modules[probe]
-    return numba
 
 
-numba = _import_numba()
+def _lean_cache_load(dispatcher: Any) -> None:
+    """Load this kernel's cached machine code without numba's full context refresh.
+
+    numba's ``Cache.load_overload`` first refreshes the typing and target contexts: it imports
+    and installs every registry numba has (cffi and pycparser, typed containers, random, linalg,
+    datetime...), ~0.12-0.15 CPU-s of each process's start-up, and the cached code needs none
+    of it: it is linked machine code that needs the runtime (NRT) initialized, which is all done
+    here. A cache miss still compiles through numba's compiler, which refreshes both contexts
+    itself (the BLAS probe blocked first). Kept only where the numba internals it uses exist
+    (numba 0.5x-0.6x); elsewhere numba loads as it always does.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "_load_overload", None)
+    guard = getattr(cache, "_guard_against_spurious_io_errors", None)
+    if load is None or guard is None or _RUNTIME is None:
+        return
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        _RUNTIME.initialize(target_context)
+        cres = None
+        with guard():  # numba's own: a spurious I/O error on Windows is a miss
+            cres = load(sig, target_context)
+        if cres is None:  # numba compiles next, after loading every registry
+            _block_blas_probe()
+        return cres
+
+    cache.load_overload = load_overload
+
+
+def _runtime() -> Any:
+    try:
+        from numba.core.runtime import rtsys
+    except ImportError:  # a numba without it: its own cache loading (with the refresh) is kept
+        return None
+    return rtsys if hasattr(rtsys, "initialize") else None
+
+
+_RUNTIME = _runtime()
 
 
 def kernel(**options: Any) -> Any:
     """``numba.njit(nogil=True)`` with the machine code cached on disk where numba can write
-    (beside this file, else its user cache directory); compiled per process where it cannot."""
+    (beside this file, else its user cache directory), loaded without numba's context refresh
+    (:func:`_lean_cache_load`); compiled per process where it cannot be cached."""
 
     def wrap(fn: Any) -> Any:
         try:
-            return numba.njit(cache=True, nogil=True, **options)(fn)
+            dispatcher = numba.njit(cache=True, nogil=True, **options)(fn)
         except RuntimeError:  # "cannot cache function ...: no locator available"
+            _block_blas_probe()
             return numba.njit(nogil=True, **options)(fn)
+        _lean_cache_load(dispatcher)
+        return dispatcher
 
     return wrap
 

@@ -1,0 +1,105 @@
+"""A fresh ``dataaudit audit`` process loads only what its work needs.
+
+Start-up is paid by every process (and every worker): on 40k documents a DUP002 audit's
+imports and kernel loading were a third of its CPU time (issue 13). Each check runs the CLI in a
+fresh process and reads ``sys.modules`` at its exit, so a module that comes back fails here
+rather than as a slower benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dataaudit.sketches import kernels, xxh3
+
+#: never needed by a DUP002 audit of a JSON Lines file: numba's registries that its context
+#: refresh imports (a cached kernel needs none, see kernels._lean_cache_load), SciPy's
+#: linear algebra, and the optional integrations and report formats nobody asked for
+NOT_FOR_DUP002 = {
+    "cffi",
+    "pycparser",
+    "scipy.linalg",
+    "numba.typed.typeddict",
+    "numba.np.linalg",
+    "numba.np.random.generator_core",
+    "sklearn",
+    "tokenizers",
+    "transformers",
+    "datasets",
+    "huggingface_hub",
+    "great_expectations",
+    "jsonschema",
+    "ray",
+    "jinja2",
+    "dataaudit.report.html",
+    "dataaudit.report.sarif",
+    "dataaudit.report.junit",
+}
+
+
+def _modules_at_exit(argv: list[str], out: Path) -> set[str]:
+    """``dataaudit *argv`` in a fresh process; the modules loaded when it exits."""
+    code = (
+        "import atexit, json, runpy, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
+        f"sys.argv = {['dataaudit', *argv]!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: the audit found something
+    return set(json.loads(out.read_text()))
+
+
+def _corpus(path: Path) -> Path:
+    """300 documents of seeded random words, every tenth a near copy of an earlier one."""
+    rng = random.Random(13)
+    words = [f"w{i}" for i in range(2000)]
+    docs: list[str] = []
+    for i in range(300):
+        if i % 10 == 9:
+            doc = docs[rng.randrange(i)].split()
+            doc[rng.randrange(len(doc))] = "changed"
+            docs.append(" ".join(doc))
+        else:
+            docs.append(" ".join(rng.choice(words) for _ in range(60)))
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    return path
+
+
+@pytest.mark.slow
+def test_dup002_audit_loads_no_heavy_module(tmp_path):
+    data = _corpus(tmp_path / "docs.jsonl")
+    argv = ["audit", str(data), "--select", "DUP002", "--json", str(tmp_path / "r.json")]
+    argv += ["--flags", str(tmp_path / "f.jsonl"), "--no-progress", "-q"]
+    _modules_at_exit(argv, tmp_path / "warm.json")  # compiles any kernel not cached yet
+    loaded = _modules_at_exit(argv, tmp_path / "modules.json")
+    assert "dataaudit.rules.duplicates.near" in loaded  # the audit ran DUP002
+    assert sorted(loaded & NOT_FOR_DUP002) == []
+
+
+@pytest.mark.slow
+def test_help_loads_no_data_library(tmp_path):
+    loaded = _modules_at_exit(["--help"], tmp_path / "modules.json")
+    heavy = {"numpy", "pyarrow", "numba", "polars", "pandas", "yaml"}
+    assert sorted(m for m in loaded if m.split(".")[0] in heavy) == []
+
+
+def test_every_kernel_loads_its_cache_without_a_context_refresh():
+    """numba's own cache loading refreshes its typing and target contexts first (~0.12-0.15
+    CPU-s per process); a numba upgrade that renames the internals the lean load uses turns it
+    off silently, so each kernel's cache is checked to carry it."""
+    dispatchers = [
+        value
+        for module in (kernels, xxh3)
+        for value in vars(module).values()
+        if isinstance(value, kernels.numba.core.dispatcher.Dispatcher)
+    ]
+    assert len(dispatchers) > 10
+    plain = [d.py_func.__name__ for d in dispatchers if "load_overload" not in vars(d._cache)]
+    assert plain == []
