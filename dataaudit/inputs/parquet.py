@@ -25,10 +25,16 @@ def iter_parquet(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
 
     try:
         pf = pq.ParquetFile(pyarrow_source(path))
+        # pyarrow's threads decode columns in parallel: one column gains nothing from them, and
+        # on a busy machine its hand-offs cost wall time (1M short texts, load ~3: read median
+        # 0.50 -> 0.14 s in the same CPU)
+        threads = pf.metadata.num_columns > 1
         # one row group at a time: over a whole file, the reader keeps every row group it
         # pre-buffered until the iteration ends (1.4 GB of RSS for a 1.4 GB file, measured)
         for group in range(pf.num_row_groups):
-            yield from pf.iter_batches(batch_size=batch_size, row_groups=[group])
+            yield from pf.iter_batches(
+                batch_size=batch_size, row_groups=[group], use_threads=threads
+            )
     except (pa.ArrowInvalid, OSError) as exc:
         raise _unreadable(path, exc) from None
 

@@ -205,3 +205,27 @@ def test_unreadable_file_is_an_input_error(tmp_path):
     path.chmod(0)
     with pytest.raises(InputError, match="cannot read"):
         audit(path)
+
+
+def test_parquet_threads_decode_several_columns_only(tmp_path, monkeypatch):
+    """pyarrow's reader threads decode columns in parallel: a one-column file is read without
+    them (their hand-offs only cost wall time on a busy machine), a wider one with them; the
+    rows are the same either way."""
+    from dataaudit.inputs.parquet import iter_parquet
+
+    used = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        used.append(kwargs.get("use_threads", True))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    one, two = tmp_path / "one.parquet", tmp_path / "two.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"]}), one, row_group_size=2)
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "n": [1, 2, 3]}), two, row_group_size=2)
+    assert sum(rb.num_rows for rb in iter_parquet(one, 8)) == 3
+    assert used == [False, False]  # a call per row group
+    used.clear()
+    assert sum(rb.num_rows for rb in iter_parquet(two, 8)) == 3
+    assert used == [True, True]
