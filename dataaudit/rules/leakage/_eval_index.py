@@ -23,7 +23,16 @@ import pyarrow as pa
 from ...sketches.lsh import signature_keys
 from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
 
-__all__ = ["CAP", "EvalIndex", "Matches", "band_matrix", "build_index", "merge_matches", "probe"]
+__all__ = [
+    "CAP",
+    "EvalIndex",
+    "Matches",
+    "Pairs",
+    "band_matrix",
+    "build_index",
+    "merge_matches",
+    "probe",
+]
 
 CAP = 10  #: train rows per eval band bucket, as cross_candidates' max_per_bucket
 #: bits of a row number in a (bucket, row) key: 2.7e11 rows a split; buckets < 2**26
@@ -139,10 +148,78 @@ def _no_strings(n: int = 0) -> pa.Array:
     return pa.nulls(n, pa.large_string())
 
 
+def _strings(parts: list[pa.Array]) -> pa.Array:
+    if len(parts) == 1:
+        return parts[0].cast(pa.large_string())
+    return pa.concat_arrays([p.cast(pa.large_string()) for p in parts]) if parts else _no_strings()
+
+
+@dataclass
+class Pairs:
+    """Verified near pairs at or above the threshold, by (ref row, eval pos): one batch's, or
+    the join of several."""
+
+    r: np.ndarray  # int64 ref rows
+    e: np.ndarray  # int64 eval positions
+    s: np.ndarray  # float similarities
+    bk: np.ndarray  # int32 (pairs, bands): the eval row's buckets
+    id: pa.Array  # large_string
+    snip: pa.Array  # large_string
+
+    def __len__(self) -> int:
+        return len(self.r)
+
+    def nbytes(self) -> int:
+        arrays = (self.r, self.e, self.s, self.bk, self.id, self.snip)
+        return sum(a.nbytes for a in arrays)
+
+    def take(self, idx: np.ndarray) -> Pairs:
+        return Pairs(
+            self.r[idx],
+            self.e[idx],
+            self.s[idx],
+            self.bk[idx],
+            _take(self.id, idx),
+            _take(self.snip, idx),
+        )
+
+    def in_order(self) -> Pairs:
+        """The pairs by (ref row, eval pos) (a batch's rows usually are already)."""
+        r, e = self.r, self.e
+        if bool(np.all((r[1:] > r[:-1]) | ((r[1:] == r[:-1]) & (e[1:] > e[:-1])))):
+            return self
+        return self.take(np.lexsort((e, r)))
+
+    @staticmethod
+    def join(chunks: list[Pairs]) -> Pairs:
+        """The chunks (each in order) as one, in order: concatenated, and sorted only if two
+        of them interleave (chunks of a sequential scan follow each other)."""
+        if len(chunks) == 1:
+            return chunks[0]
+        joined = Pairs(
+            np.concatenate([c.r for c in chunks]),
+            np.concatenate([c.e for c in chunks]),
+            np.concatenate([c.s for c in chunks]),
+            np.concatenate([c.bk for c in chunks]),
+            _strings([c.id for c in chunks]),
+            _strings([c.snip for c in chunks]),
+        )
+        ends = [(int(c.r[-1]), int(c.e[-1])) for c in chunks]
+        starts = [(int(c.r[0]), int(c.e[0])) for c in chunks]
+        if all(end < start for end, start in zip(ends, starts[1:])):
+            return joined
+        return joined.take(np.lexsort((joined.e, joined.r)))
+
+
 @dataclass
 class Matches:
     """What a reference split matched of one eval index: every exact copy, the near copies of
-    the capped candidates, and the ids and snippets the report shows of them."""
+    the capped candidates, and the ids and snippets the report shows of them.
+
+    What grows with the reference split is kept in chunks a batch appends to (the exact pairs,
+    the tops' entries, the near pairs), joined once when read: a batch costs its own size, not
+    a copy of everything matched before it (which made a long scan quadratic in its matches).
+    """
 
     # every exact pair (ref row, the key's first eval position, id), in chunks: they only add
     # up (a train split of copies of one eval row is all flagged), so they are not re-sorted
@@ -154,23 +231,28 @@ class Matches:
     best_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     best_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
     best_snip: pa.Array = field(default_factory=_no_strings)
-    # the top-CAP ref rows of each bucket: (bucket << ROW_BITS) | row, ascending
-    top: np.ndarray = field(default_factory=lambda: np.zeros(0, _U64))
-    # verified near pairs at or above the threshold, by (ref row, eval pos)
-    nr_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
-    nr_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
-    nr_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    nr_bk: np.ndarray | None = None  # int32 (pairs, bands): the eval row's buckets
-    nr_id: pa.Array = field(default_factory=_no_strings)
-    nr_snip: pa.Array = field(default_factory=_no_strings)
+    # the top-CAP ref rows of each bucket as (bucket << ROW_BITS) | row keys, in chunks of
+    # ascending keys (a batch whose rows all come after the rows held only fills the buckets'
+    # room, so its entries are a chunk of their own); ``top`` joins them
+    tops: list[np.ndarray] = field(default_factory=list)
+    fill: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # entries a bucket
+    lo: int = 1 << ROW_BITS  # the smallest ref row in the tops
+    hi: int = -1  # the largest
+    # verified near pairs whose ref row is in the top of a bucket shared with the eval row
+    near: list[Pairs] = field(default_factory=list)
 
     def nbytes(self) -> int:
         """Bytes held (what a test checks does not grow with unmatched train rows)."""
-        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, self.top]
-        arrays += [self.nr_r, self.nr_e, self.nr_s]
-        total = sum(a.nbytes for a in arrays) + (0 if self.nr_bk is None else self.nr_bk.nbytes)
-        strings = [*self.ex_id, self.best_snip, self.nr_id, self.nr_snip]
-        return total + sum(a.nbytes for a in strings)
+        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, *self.tops, self.fill]
+        total = sum(a.nbytes for a in arrays) + sum(p.nbytes() for p in self.near)
+        return total + sum(a.nbytes for a in [*self.ex_id, self.best_snip])
+
+    @property
+    def top(self) -> np.ndarray:
+        """The tops' entries, ascending (joined once: the chunks are replaced by the join)."""
+        if len(self.tops) > 1:
+            self.tops = [np.sort(np.concatenate(self.tops))]
+        return self.tops[0] if self.tops else np.zeros(0, _U64)
 
     @property
     def top_b(self) -> np.ndarray:
@@ -179,6 +261,42 @@ class Matches:
     @property
     def top_r(self) -> np.ndarray:
         return (self.top & _U64((1 << ROW_BITS) - 1)).astype(_I64)
+
+    def pairs(self) -> Pairs | None:
+        """The near pairs by (ref row, eval pos), joined once (as ``top``)."""
+        if len(self.near) > 1:
+            self.near = [Pairs.join(self.near)]
+        return self.near[0] if self.near else None
+
+    @property
+    def nr_r(self) -> np.ndarray:
+        p = self.pairs()
+        return np.zeros(0, _I64) if p is None else p.r
+
+    @property
+    def nr_e(self) -> np.ndarray:
+        p = self.pairs()
+        return np.zeros(0, _I64) if p is None else p.e
+
+    @property
+    def nr_s(self) -> np.ndarray:
+        p = self.pairs()
+        return np.zeros(0) if p is None else p.s
+
+    @property
+    def nr_bk(self) -> np.ndarray | None:
+        p = self.pairs()
+        return None if p is None else p.bk
+
+    @property
+    def nr_id(self) -> pa.Array:
+        p = self.pairs()
+        return _no_strings() if p is None else p.id
+
+    @property
+    def nr_snip(self) -> pa.Array:
+        p = self.pairs()
+        return _no_strings() if p is None else p.snip
 
     def exact(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
         """The exact pairs by ref row: rows, eval positions, ids."""
@@ -199,8 +317,7 @@ def positions(idx: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
 
 
-def _cat(a: pa.Array, b: pa.Array) -> pa.Array:
-    return pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
+_ROW_MASK = _U64((1 << ROW_BITS) - 1)
 
 
 def _key(b: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -210,13 +327,18 @@ def _key(b: np.ndarray, r: np.ndarray) -> np.ndarray:
     return (np.asarray(b, _I64).astype(_U64) << _U64(ROW_BITS)) | np.asarray(r, _I64).astype(_U64)
 
 
-def _in_top_mask(keys: np.ndarray) -> np.ndarray:
-    """Of sorted (bucket, row) keys, those among the CAP smallest rows of their bucket."""
+def _ranks(keys: np.ndarray) -> np.ndarray:
+    """Of sorted (bucket, row) keys, each one's place in its bucket (0: its smallest row)."""
     b = keys >> _U64(ROW_BITS)
     new = np.ones(len(keys), bool)
     new[1:] = b[1:] != b[:-1]
     at = np.arange(len(keys))
-    return at - np.maximum.accumulate(np.where(new, at, 0)) < CAP
+    return at - np.maximum.accumulate(np.where(new, at, 0))
+
+
+def _in_top_mask(keys: np.ndarray) -> np.ndarray:
+    """Of sorted (bucket, row) keys, those among the CAP smallest rows of their bucket."""
+    return _ranks(keys) < CAP
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -231,9 +353,8 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def _union(top: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tops of two sorted key arrays (``more`` the smaller), which of ``more`` stay, and
     the keys of both that are not in the tops (rows pushed out, or never in). Only the buckets
-    ``more`` touches are recomputed and the rest of ``top`` is copied as it is: a batch costs
-    its own size and one copy of ``top``, not a pass of sorts and scans over every bucket
-    (at 900k train rows against 100k eval rows that pass was most of LEAK001's time)."""
+    ``more`` touches are recomputed and the rest of ``top`` is copied as it is (the merge of
+    two sides whose rows interleave: a sequential scan's batches take :func:`_tops`' append)."""
     if not len(more):
         return top, np.zeros(0, bool), more
     shift = _U64(ROW_BITS)
@@ -261,81 +382,132 @@ def _union(top: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return out, keep[pos + np.arange(len(more))], both[~keep]
 
 
-def _alive(m: Matches, pairs: np.ndarray) -> np.ndarray:
-    """Of the near pairs at ``pairs``, those whose ref row is still in the top of a bucket
-    it shares with the eval row."""
-    keep = np.zeros(len(pairs), bool)
-    if m.nr_bk is None or not len(keep) or not len(m.top):
+@dataclass
+class _Tops:
+    """The tops of a merge: the state's fields, which of the added keys stay, the keys that
+    left or never entered (``dropped``), the sorted keys a pair of a row with a dropped key is
+    checked against (``support``), and whether the added rows all came after the held ones."""
+
+    tops: list[np.ndarray]
+    fill: np.ndarray
+    lo: int
+    hi: int
+    stay: np.ndarray
+    dropped: np.ndarray
+    support: np.ndarray
+    after: bool
+
+
+def _counted(fill: np.ndarray, buckets: np.ndarray) -> np.ndarray:
+    """``fill`` plus one entry for each of the ascending ``buckets`` (a new array)."""
+    out = np.zeros(max(len(fill), int(buckets[-1]) + 1 if len(buckets) else 0), np.uint8)
+    out[: len(fill)] = fill
+    if len(buckets):
+        first = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+        out[buckets[first]] += np.diff(np.r_[first, len(buckets)]).astype(np.uint8)
+    return out
+
+
+def _whole(top: np.ndarray, fill_len: int) -> tuple[list[np.ndarray], np.ndarray, int, int]:
+    """A joined top as the state's fields: its one chunk, fill and row range."""
+    if not len(top):
+        return [], np.zeros(fill_len, np.uint8), 1 << ROW_BITS, -1
+    rows = top & _ROW_MASK
+    fill = _counted(np.zeros(fill_len, np.uint8), (top >> _U64(ROW_BITS)).astype(np.intp))
+    return [top], fill, int(rows.min()), int(rows.max())
+
+
+def _tops(m: Matches, more: np.ndarray) -> _Tops:
+    """``m``'s tops with the ascending keys ``more`` (at most CAP a bucket). When every row of
+    ``more`` comes after ``m``'s (a sequential scan's next batch, or the next shard), none of
+    ``m``'s entries leaves: ``more``'s enter while their bucket has room and are appended as a
+    chunk. Otherwise the tops are joined and recomputed where ``more`` touches them."""
+    none = np.zeros(0, bool)
+    if not len(more):
+        return _Tops(m.tops, m.fill, m.lo, m.hi, none, more, more, True)
+    rows = more & _ROW_MASK
+    lo, hi = int(rows.min()), int(rows.max())
+    if m.hi < lo:
+        b = (more >> _U64(ROW_BITS)).astype(np.intp)
+        have = np.zeros(len(b), _I64)
+        inside = b < len(m.fill)
+        have[inside] = m.fill[b[inside]]
+        stay = _ranks(more) + have < CAP
+        kept = more[stay]
+        if not len(kept):
+            return _Tops(m.tops, m.fill, m.lo, m.hi, stay, more, kept, True)
+        fill, kr = _counted(m.fill, b[stay]), rows[stay]
+        lo, hi = min(m.lo, int(kr.min())), max(m.hi, int(kr.max()))
+        return _Tops([*m.tops, kept], fill, lo, hi, stay, more[~stay], kept, True)
+    top, stay, dropped = _union(m.top, more)
+    return _Tops(*_whole(top, len(m.fill)), stay, dropped, top, False)
+
+
+def _alive(p: Pairs, idx: np.ndarray, support: np.ndarray) -> np.ndarray:
+    """Of the near pairs at ``idx``, those whose ref row is in the top (``support``: sorted
+    keys) of a bucket it shares with the eval row."""
+    keep = np.zeros(len(idx), bool)
+    if not len(idx) or not len(support):
         return keep
-    rows = m.nr_r[pairs]
-    for band in range(m.nr_bk.shape[1]):
-        bk = m.nr_bk[pairs, band].astype(_I64)
+    rows = p.r[idx]
+    for band in range(p.bk.shape[1]):
+        bk = p.bk[idx, band].astype(_I64)
         q = _key(np.maximum(bk, 0), rows)
-        at = np.minimum(np.searchsorted(m.top, q), len(m.top) - 1)
-        keep |= (bk >= 0) & (m.top[at] == q)
+        at = np.minimum(np.searchsorted(support, q), len(support) - 1)
+        keep |= (bk >= 0) & (support[at] == q)
     return keep
 
 
-def merge_matches(
-    a: Matches, b: Matches, union: tuple[np.ndarray, np.ndarray] | None = None
-) -> Matches:
-    """The matches of both shards' rows: the same whatever the order or the grouping.
-    ``union``: the tops' union and its dropped keys, when the caller has them (:func:`probe`
-    computed them to choose the batch's entries, and they are what merging would compute)."""
-    # exact: every pair; per key, the smallest ref row's snippet
+def _prune(p: Pairs | None, dropped: np.ndarray, support: np.ndarray) -> list[Pairs]:
+    """``p`` (in order) without the pairs no bucket's top supports any more, as a list of
+    chunks: only a row with a ``dropped`` key can have lost its support, and its pairs are
+    found by searching ``p``'s rows for the dropped ones (not the other way round)."""
+    if p is None or not len(p):
+        return []
+    if not len(dropped):
+        return [p]
+    gone = np.unique((dropped & _ROW_MASK).astype(_I64))
+    risk = _ranges(np.searchsorted(p.r, gone), np.searchsorted(p.r, gone, "right"))
+    if not len(risk):
+        return [p]
+    keep = np.ones(len(p), bool)
+    keep[risk] = _alive(p, risk, support)
+    if keep.all():
+        return [p]
+    kept = p.take(np.flatnonzero(keep))
+    return [kept] if len(kept) else []
+
+
+def _best(a: Matches, b: Matches) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Per eval key, the smaller ref row of both sides and its snippet."""
+    if not len(b.best_e):
+        return a.best_e, a.best_r, a.best_snip
+    if not len(a.best_e):
+        return b.best_e, b.best_r, b.best_snip
     best_e = np.concatenate([a.best_e, b.best_e])
     best_r = np.concatenate([a.best_r, b.best_r])
     bo = np.lexsort((best_r, best_e))
     first = np.ones(len(bo), bool)
     first[1:] = best_e[bo][1:] != best_e[bo][:-1]
     bo = bo[first]
-    # near: the buckets' tops, then the pairs still in one
-    if union is None:
-        small, large = (a.top, b.top) if len(a.top) <= len(b.top) else (b.top, a.top)
-        top, _, dropped = _union(large, small)
+    return best_e[bo], best_r[bo], _take(_strings([a.best_snip, b.best_snip]), bo)
+
+
+def merge_matches(a: Matches, b: Matches) -> Matches:
+    """The matches of both shards' rows: the same whatever the order or the grouping. When
+    one side's rows all come after the other's (the engine merges shards in input order), the
+    later side's entries and pairs are appended; otherwise both are joined and recomputed."""
+    first, then = (b, a) if b.hi < a.lo and len(b.tops) else (a, b)
+    t = _tops(first, then.top)
+    if t.after:
+        # the earlier side's entries all stay: only the later side's pairs can lose support
+        near = first.near + _prune(then.pairs(), t.dropped, t.support)
     else:
-        top, dropped = union
-    bk = [x.nr_bk for x in (a, b) if x.nr_bk is not None]
-    out = Matches(
-        a.ex_r + b.ex_r,
-        a.ex_e + b.ex_e,
-        a.ex_id + b.ex_id,
-        best_e[bo],
-        best_r[bo],
-        _take(_cat(a.best_snip, b.best_snip), bo),
-        top,
-        np.concatenate([a.nr_r, b.nr_r]),
-        np.concatenate([a.nr_e, b.nr_e]),
-        np.concatenate([a.nr_s, b.nr_s]),
-        np.concatenate(bk) if bk else None,
-        _cat(a.nr_id, b.nr_id),
-        _cat(a.nr_snip, b.nr_snip),
-    )
-    # a pair leaves only with a row pushed out of a top
-    return _prune(out, dropped)
-
-
-def _prune(m: Matches, dropped: np.ndarray) -> Matches:
-    """Drop the near pairs no bucket's top supports any more (only pairs of a row with a
-    ``dropped`` key can be among them: both sides' pairs were supported by their own tops);
-    pairs by (ref row, eval pos), sorted only if the two sides interleave."""
-    r, e = m.nr_r, m.nr_e
-    keep = np.ones(len(r), bool)
-    if len(dropped) and len(r):
-        gone = np.unique((dropped & _U64((1 << ROW_BITS) - 1)).astype(_I64))
-        at = np.minimum(np.searchsorted(gone, r), len(gone) - 1)
-        risk = np.flatnonzero(gone[at] == r)
-        keep[risk] = _alive(m, risk)
-    ordered = bool(np.all((r[1:] > r[:-1]) | ((r[1:] == r[:-1]) & (e[1:] >= e[:-1]))))
-    if ordered and keep.all():
-        return m
-    idx = np.flatnonzero(keep)
-    if not ordered:
-        idx = idx[np.lexsort((e[idx], r[idx]))]
-    m.nr_r, m.nr_e, m.nr_s = r[idx], e[idx], m.nr_s[idx]
-    m.nr_bk = None if m.nr_bk is None else m.nr_bk[idx]
-    m.nr_id, m.nr_snip = _take(m.nr_id, idx), _take(m.nr_snip, idx)
-    return m
+        near = _prune(
+            Pairs.join(a.near + b.near) if a.near or b.near else None, t.dropped, t.support
+        )
+    ex = (a.ex_r + b.ex_r, a.ex_e + b.ex_e, a.ex_id + b.ex_id)
+    return Matches(*ex, *_best(a, b), t.tops, t.fill, t.lo, t.hi, near)
 
 
 def probe(
@@ -373,7 +545,6 @@ def probe(
     # near: the batch's rows in eval buckets, kept where they enter a bucket's top
     valid = np.flatnonzero(~empty_rows(sig)) if n and len(index.members) else np.zeros(0, _I64)
     got_b, got_p = [], []
-    union: tuple[np.ndarray, np.ndarray] | None = None
     for band in range(index.bands if len(valid) else 0):
         keys = signature_keys(
             sig, band * index.rows_per_band, (band + 1) * index.rows_per_band, valid
@@ -387,34 +558,44 @@ def probe(
         hit = bk[at] == keys[maybe]
         got_b.append(index.band_start[band] + at[hit])
         got_p.append(valid[maybe[hit]])
-    if got_b:
-        gb, gp = np.concatenate(got_b), np.concatenate(got_p)
-        key = _key(gb, rows[gp])
-        o = np.argsort(key)
-        o = o[_in_top_mask(key[o])]
-        # the batch's entries that stay in the tops with the rows seen so far; the union of
-        # the tops is the merged state's (entries that do not stay change no bucket's top)
-        top, stay, dropped = _union(current.top, key[o])
-        union = (top, dropped)
-        o = o[stay]
-        gb, gp = gb[o], gp[o]
-        part.top = key[o]
-        # candidate pairs: each kept (bucket, row) with every eval row of the bucket
-        lo, hi = index.member_start[gb], index.member_start[gb + 1]
-        cp = np.repeat(gp, hi - lo)
-        ce = index.members[_ranges(lo, hi)]
-        o = np.lexsort((ce, cp))
-        cp, ce = cp[o], ce[o]
-        first = np.ones(len(o), bool)
-        first[1:] = (cp[1:] != cp[:-1]) | (ce[1:] != ce[:-1])
-        cp, ce = cp[first], ce[first]
-        sim = _verify(index, sig, sets, cp, ce, threshold)
-        ok = sim >= threshold
-        cp, ce = cp[ok], ce[ok]
-        part.nr_r, part.nr_e, part.nr_s = rows[cp], ce, np.asarray(sim[ok], float)
-        part.nr_bk = index.buckets_of[ce]
-        part.nr_id, part.nr_snip = _take(ids, cp), _take(snips, cp)
-    return merge_matches(current, part, union)
+    gb = np.concatenate(got_b) if got_b else np.zeros(0, _I64)
+    gp = np.concatenate(got_p) if got_p else np.zeros(0, _I64)
+    key = _key(gb, rows[gp])
+    o = np.argsort(key)
+    o = o[_in_top_mask(key[o])]
+    # the batch's entries that stay in the tops with the rows seen so far (entries that do not
+    # stay change no bucket's top, and their rows are not compared through them)
+    t = _tops(current, key[o])
+    o = o[t.stay]
+    gb, gp = gb[o], gp[o]
+    # candidate pairs: each kept (bucket, row) with every eval row of the bucket
+    lo, hi = index.member_start[gb], index.member_start[gb + 1]
+    cp = np.repeat(gp, hi - lo)
+    ce = index.members[_ranges(lo, hi)]
+    o = np.lexsort((ce, cp))
+    cp, ce = cp[o], ce[o]
+    first = np.ones(len(o), bool)
+    first[1:] = (cp[1:] != cp[:-1]) | (ce[1:] != ce[:-1])
+    cp, ce = cp[first], ce[first]
+    sim = _verify(index, sig, sets, cp, ce, threshold)
+    ok = sim >= threshold
+    cp, ce = cp[ok], ce[ok]
+    # every pair of the batch has a bucket whose top its row stays in: only the pairs held
+    # before can lose their support, and only when the batch's rows do not all come after
+    held = current.near if t.after else _prune(current.pairs(), t.dropped, t.support)
+    near = held
+    if len(cp):
+        p = Pairs(
+            rows[cp],
+            ce,
+            np.asarray(sim[ok], float),
+            index.buckets_of[ce],
+            _take(ids, cp),
+            _take(snips, cp),
+        )
+        near = [*held, p.in_order()]
+    ex = (current.ex_r + part.ex_r, current.ex_e + part.ex_e, current.ex_id + part.ex_id)
+    return Matches(*ex, *_best(current, part), t.tops, t.fill, t.lo, t.hi, near)
 
 
 def _verify(

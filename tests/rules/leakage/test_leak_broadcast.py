@@ -214,3 +214,49 @@ def test_near_pairs_leave_with_their_rows_from_the_buckets_tops(fixtures_dir):
         m = _probe(index, m, texts, start)
     assert np.bincount(m.top_b).max() <= ei.CAP
     assert set(m.nr_r.tolist()) <= set(m.top_r.tolist()) and m.nr_r.max() < 500
+
+
+def test_a_sequential_scan_appends_its_batches_to_the_state(fixtures_dir):
+    """Each batch of a scan in row order adds its top entries and near pairs as chunks of
+    their own and copies none of the state's: the chunks held before a batch are the very
+    arrays held after it (a merge that joined or re-sorted them, as each batch once did,
+    costs the whole state per batch: quadratic in the matches)."""
+    data = generated(fixtures_dir)
+    train = [r["text"] for r in data["train"]]
+    index = _index([r["text"] for r in data["test"]])
+    m, grew = ei.Matches(), 0
+    for a in range(0, len(train), 20):
+        before_tops, before_near = list(m.tops), list(m.near)
+        m = _probe(index, m, train[a : a + 20], a)
+        assert all(x is y for x, y in zip(m.tops, before_tops)) and len(m.tops) >= len(before_tops)
+        assert all(x is y for x, y in zip(m.near, before_near)) and len(m.near) >= len(before_near)
+        grew += len(m.near) > len(before_near)
+    assert grew > 5  # batches did add pairs
+    assert _canon(m) == _canon(_probe(index, ei.Matches(), train, 0))
+
+
+def test_batches_out_of_row_order_evict_pairs_as_one_batch_does(fixtures_dir):
+    """Batches probed in reverse and in random order, and shards merged in and against row
+    order: smaller rows arriving later push rows out of the tops, and their near pairs go;
+    the result is the one-batch probe's."""
+    data = generated(fixtures_dir)
+    train = [r["text"] for r in data["train"]]
+    index = _index([r["text"] for r in data["test"]])
+    whole = _canon(_probe(index, ei.Matches(), train, 0))
+    starts = list(range(0, len(train), 25))
+    rng = random.Random(11)
+    evicted = 0
+    for order in (starts[::-1], rng.sample(starts, len(starts))):
+        m, seen = ei.Matches(), set()
+        for a in order:
+            m = _probe(index, m, train[a : a + 25], a)
+            seen |= set(zip(m.nr_r.tolist(), m.nr_e.tolist()))
+        assert _canon(m) == whole
+        evicted += len(seen - set(zip(m.nr_r.tolist(), m.nr_e.tolist())))
+    assert evicted  # some pairs were held and then dropped
+    shards = [_probe(index, ei.Matches(), train[a : a + 25], a) for a in starts]
+    for fold in (shards, shards[::-1]):  # each merge: the next shard after, or before
+        m = ei.Matches()
+        for s in fold:
+            m = ei.merge_matches(m, s)
+        assert _canon(m) == whole
