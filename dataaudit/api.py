@@ -24,15 +24,19 @@ def resolve_rules(
 ) -> tuple[list[tuple[Rule, Severity]], list[str]]:
     """The selected rules, built from their options, and any plugin errors."""
     ruleset = with_extra_rules(load_rules(), extra_rules)
+    names = ruleset.names()  # options by code or name; only the selected rules' modules load
     for code in config.rules:
-        if code.upper() not in ruleset.rules and code not in ruleset.by_name():
+        if code.upper() not in ruleset.rules and code not in names:
             known = list(ruleset.rules)
             raise ConfigError(
                 f"rules: {code!r} is not a rule."
                 + close_matches(code, known)
                 + " Run `dataaudit rules`."
             )
-    options = {ruleset.get(code).code: opts for code, opts in config.rules.items()}
+    options = {
+        code.upper() if code.upper() in ruleset.rules else names[code]: opts
+        for code, opts in config.rules.items()
+    }
     chosen = select_rules(ruleset, config.select, config.extend_select, config.ignore)
     required_codes(ruleset, config.require_rules)  # a selector that names no rule fails here
     chosen = _with_input_integrity(ruleset, chosen, config.ignore)

@@ -12,35 +12,164 @@ import importlib
 import inspect
 import pkgutil
 import re
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, PluginError, close_matches
 from .rule import Rule
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 ENTRY_POINT_GROUP = "dataaudit.rules"
 _PREFIX_RE = re.compile(r"^([A-Z]+)")
 
 
+@dataclass(frozen=True)
+class Builtin:
+    """What selection needs of a built-in rule, without importing its module.
+
+    ``load_rules`` imported every rule module to read these four attributes (~0.05 CPU-s of
+    each process's start-up, most of it modules the audit never runs); the table below is
+    checked against the classes by tests/test_registry.py.
+    """
+
+    code: str
+    module: str  # under dataaudit.rules
+    qualname: str
+    name: str
+    groups: tuple[str, ...]
+    stable: bool = True
+
+    def load(self) -> type[Rule]:
+        cls = getattr(importlib.import_module(f"dataaudit.rules.{self.module}"), self.qualname)
+        cls.validate_class()
+        return cls
+
+
+_D = "default"
+BUILTIN = (
+    Builtin("DUP001", "duplicates.exact", "ExactDuplicates", "duplicates.exact", (_D, "duplicates")),
+    Builtin("DUP002", "duplicates.near", "NearDuplicates", "duplicates.near", (_D, "duplicates")),
+    Builtin("EVAL001", "eval.per_class", "PerClassFailures", "eval.per-class-failures",
+            ("predictions", "eval")),
+    Builtin("EVAL002", "eval.slices", "FailureSlices", "eval.failure-slices",
+            ("predictions", "eval")),
+    Builtin("EVAL003", "eval.error_types", "ErrorTypes", "eval.error-types",
+            ("predictions", "eval")),
+    Builtin("FMT001", "format.role_values", "RoleValues", "format.role-values", (_D, "format")),
+    Builtin("FMT002", "format.structure", "ConversationStructure",
+            "format.conversation-structure", ("sft", "format")),
+    Builtin("FMT003", "format.structured_targets", "StructuredTargets",
+            "format.structured-targets", ("sft", "format")),
+    Builtin("FMT004", "format.loss_masks", "LossMasks", "format.loss-masks", ("sft", "format")),
+    Builtin("GX001", "expectations.suite", "ExpectationSuite", "expectations.suite",
+            ("expectations",)),
+    Builtin("INPUT001", "input.integrity", "InputIntegrity", "input.integrity", (_D, "input")),
+    Builtin("LBL001", "labels.conflicting_labels", "ConflictingLabels", "labels.conflicting",
+            (_D, "labels")),
+    Builtin("LBL002", "labels.likely_mislabels", "LikelyMislabels", "labels.likely-mislabeled",
+            (_D, "labels")),
+    Builtin("LBL003", "labels.class_balance", "ClassBalance", "labels.class-balance",
+            (_D, "labels")),
+    Builtin("LBL004", "labels.memorization", "Memorization", "labels.memorization",
+            (_D, "labels")),
+    Builtin("LEAK001", "leakage.overlap", "TrainEvalOverlap", "leakage.train-eval-overlap",
+            (_D, "leakage")),
+    Builtin("LEAK002", "leakage.contamination", "NgramContamination",
+            "leakage.ngram-contamination", (_D, "leakage")),
+    Builtin("LEN001", "length.truncation", "Truncation", "length.truncation", (_D, "length")),
+    Builtin("LEN002", "length.outliers", "LengthOutliers", "length.outliers", (_D, "length")),
+    Builtin("LEN003", "length.drift", "LengthDrift", "length.drift", (_D, "length", "drift")),
+    Builtin("MIX001", "mixture.proportions", "MixtureProportions", "mixture.proportions",
+            (_D, "mixture", "drift")),
+    Builtin("SHIFT001", "shift.domain_classifier", "DomainShift", "shift.domain-classifier",
+            (_D, "shift", "drift")),
+    Builtin("TOK001", "tokens.drift", "TokenDrift", "tokens.drift", (_D, "tokens", "drift")),
+    Builtin("TOK002", "tokens.unknown", "UnknownTokens", "tokens.unknown", (_D, "tokens")),
+    Builtin("TOK003", "tokens.round_trip", "TokenizerRoundTrip", "tokens.round-trip",
+            ("sft", "tokens")),
+    Builtin("TXT001", "content.empty_text", "EmptyText", "content.empty-text", (_D, "content")),
+    Builtin("TXT002", "content.encoding", "EncodingDamage", "content.encoding-damage",
+            (_D, "content")),
+    Builtin("TXT003", "content.extreme_length", "ExtremeLength", "content.extreme-length",
+            (_D, "content")),
+)  # fmt: skip
+
+#: a rule as selection sees it: its class, or a built-in's table row until its class is needed
+RuleInfo = Any
+
+
+class Rules(MutableMapping):  # type: ignore[type-arg]
+    """code -> rule class; a built-in's module is imported when its class is first asked for
+    (``rules[code]``, ``.get``, ``.values()``), not when it is listed or selected."""
+
+    def __init__(self, entries: dict[str, RuleInfo] | None = None):
+        self._entries: dict[str, RuleInfo] = dict(entries or {})
+
+    def __getitem__(self, code: str) -> type[Rule]:
+        entry = self._entries[code]
+        if isinstance(entry, Builtin):
+            entry = self._entries[code] = entry.load()
+        return entry
+
+    def __setitem__(self, code: str, cls: RuleInfo) -> None:
+        self._entries[code] = cls
+
+    def __delitem__(self, code: str) -> None:
+        del self._entries[code]
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def info(self, code: str) -> RuleInfo:
+        """The class if loaded, else the built-in's row: code, name, groups, stable either way."""
+        return self._entries[code]
+
+    def infos(self) -> list[RuleInfo]:
+        return list(self._entries.values())
+
+    def copy(self) -> Rules:
+        return Rules(self._entries)
+
+
 @dataclass
 class RuleSet:
-    rules: dict[str, type[Rule]] = field(default_factory=dict)  # code -> class
+    rules: Rules = field(default_factory=Rules)  # code -> class
     origin: dict[str, str] = field(default_factory=dict)  # code -> "dataaudit" or distribution
     plugin_errors: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.rules, Rules):  # RuleSet({code: cls}, ...)
+            self.rules = Rules(self.rules)
+
     @property
     def groups(self) -> set[str]:
-        return {g for cls in self.rules.values() for g in cls.groups}
+        return {g for info in self.rules.infos() for g in info.groups}
 
     def by_name(self) -> dict[str, type[Rule]]:
         return {cls.name: cls for cls in self.rules.values()}
 
+    def names(self) -> dict[str, str]:
+        """rule name -> code, without importing any rule module."""
+        return {info.name: info.code for info in self.rules.infos()}
+
     def get(self, code_or_name: str) -> type[Rule]:
-        cls = self.rules.get(code_or_name.upper()) or self.by_name().get(code_or_name)
+        code = code_or_name.upper()
+        if code not in self.rules:
+            code = self.names().get(code_or_name, "")
+        cls = self.rules.get(code)
         if cls is None:
-            known = list(self.rules) + list(self.by_name())
+            known = list(self.rules) + list(self.names())
             raise ConfigError(
                 f"unknown rule {code_or_name!r}."
                 + close_matches(code_or_name, known)
@@ -66,6 +195,7 @@ def _rules_in_module(module: ModuleType) -> list[type[Rule]]:
 
 
 def _walk_builtin() -> list[type[Rule]]:
+    """Every rule class in dataaudit.rules (imports them all): what BUILTIN must list."""
     from . import rules as rules_pkg
 
     found: list[type[Rule]] = []
@@ -78,7 +208,7 @@ def _walk_builtin() -> list[type[Rule]]:
 
 def _add(ruleset: RuleSet, cls: type[Rule], origin: str) -> None:
     cls.validate_class()
-    if cls.code in ruleset.rules and ruleset.rules[cls.code] is not cls:
+    if cls.code in ruleset.rules and ruleset.rules.info(cls.code) is not cls:
         raise PluginError(
             f"rule code {cls.code} from {origin} is already used by {ruleset.origin[cls.code]}"
         )
@@ -112,9 +242,12 @@ def _describe(exc: BaseException) -> str:
 
 @lru_cache(maxsize=1)
 def load_rules() -> RuleSet:
+    from importlib import metadata
+
     ruleset = RuleSet()
-    for cls in sorted(_walk_builtin(), key=lambda c: c.code):
-        _add(ruleset, cls, "dataaudit")
+    for row in BUILTIN:
+        ruleset.rules[row.code] = row
+        ruleset.origin[row.code] = "dataaudit"
     builtin_prefixes = {prefix_of(c) for c in ruleset.rules}
     owners: dict[str, str] = {p: "dataaudit" for p in builtin_prefixes}
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
@@ -148,7 +281,7 @@ def with_extra_rules(ruleset: RuleSet, classes: list[type[Rule]] | None) -> Rule
     changed."""
     if not classes:
         return ruleset
-    out = RuleSet(dict(ruleset.rules), dict(ruleset.origin), list(ruleset.plugin_errors))
+    out = RuleSet(ruleset.rules.copy(), dict(ruleset.origin), list(ruleset.plugin_errors))
     owners = {prefix_of(code): origin for code, origin in ruleset.origin.items()}
     for cls in classes:
         if not (inspect.isclass(cls) and issubclass(cls, Rule)):
@@ -160,9 +293,9 @@ def with_extra_rules(ruleset: RuleSet, classes: list[type[Rule]] | None) -> Rule
             cls.validate_class()
         except PluginError as exc:
             raise ConfigError(f"extra_rules: {exc}") from None
-        if ruleset.rules.get(cls.code) is cls:
+        if cls.code in ruleset.rules and ruleset.rules.info(cls.code) is cls:
             continue  # already registered (a plugin installed while it is developed)
-        if out.rules.get(cls.code, cls) is not cls:
+        if cls.code in out.rules and out.rules.info(cls.code) is not cls:
             raise ConfigError(
                 f"extra_rules: {cls.code} is already the code of "
                 f"{out.rules[cls.code].__qualname__} ({out.origin[cls.code]}); choose another code."
@@ -179,8 +312,9 @@ def with_extra_rules(ruleset: RuleSet, classes: list[type[Rule]] | None) -> Rule
     return out
 
 
-def _specificity(selector: str, cls: type[Rule]) -> int | None:
-    """How specifically ``selector`` names ``cls`` (higher wins), or None if it does not."""
+def _specificity(selector: str, cls: RuleInfo) -> int | None:
+    """How specifically ``selector`` names ``cls`` (a class or a :class:`Builtin` row; higher
+    wins), or None if it does not."""
     if selector == "ALL":
         return 0
     if selector in (cls.code, cls.name):
@@ -196,10 +330,10 @@ def _specificity(selector: str, cls: type[Rule]) -> int | None:
 
 def _check_selectors(selectors: list[str], ruleset: RuleSet, option: str) -> None:
     for sel in selectors:
-        if any(_specificity(sel, cls) is not None for cls in ruleset.rules.values()):
+        if any(_specificity(sel, info) is not None for info in ruleset.rules.infos()):
             continue
         valid = sorted(ruleset.groups | {prefix_of(c) for c in ruleset.rules}) + ["ALL"]
-        known = valid + list(ruleset.rules) + list(ruleset.by_name())
+        known = valid + list(ruleset.rules) + list(ruleset.names())
         raise ConfigError(
             f"{option}: {sel!r} matches no rule."
             + close_matches(sel, known)
@@ -222,7 +356,7 @@ def select_rules(
         _check_selectors(sels, ruleset, option)
     chosen = []
     for code in sorted(ruleset.rules):
-        cls = ruleset.rules[code]
+        cls = ruleset.rules.info(code)
         best_in = max(
             (s for s in (_specificity(x, cls) for x in select + extend_select) if s is not None),
             default=None,
@@ -234,7 +368,7 @@ def select_rules(
             continue
         if not cls.stable and best_in < 1000:
             continue
-        chosen.append(cls)
+        chosen.append(ruleset.rules[code])  # the only rule modules an audit imports
     return chosen
 
 
