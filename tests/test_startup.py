@@ -20,7 +20,7 @@ from dataaudit.sketches import kernels, xxh3
 
 #: never needed by a DUP002 audit of a JSON Lines file: numba's registries that its context
 #: refresh imports (a cached kernel needs none, see kernels._lean_cache_load), SciPy's
-#: linear algebra, and the optional integrations and report formats nobody asked for
+#: linear algebra, the optional integrations and report formats nobody asked for, other rules
 NOT_FOR_DUP002 = {
     "cffi",
     "pycparser",
@@ -40,6 +40,8 @@ NOT_FOR_DUP002 = {
     "dataaudit.report.html",
     "dataaudit.report.sarif",
     "dataaudit.report.junit",
+    # the rules not selected (registry.BUILTIN: selection imports none of their modules)
+    *(f"dataaudit.rules.{p}" for p in ("labels", "leakage", "length", "tokens", "eval", "shift")),
 }
 
 
