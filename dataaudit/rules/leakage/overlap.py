@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from ...context import AuditContext
 from ...features import Batch
-from ...rule import Direction, Finding, Flag, Rule, RuleResult, Severity
+from ...features.arrays import numeric_array, strings
+from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
@@ -308,22 +309,21 @@ class TrainEvalOverlap(Rule):
         )
 
     @staticmethod
-    def _flags(ev, ref, ctx, lk: Leaks, kind, best) -> list[Flag]:
-        """Both sides of every leak: the eval row (keep) and each train row it matches (drop)."""
-        leaked = sorted(kind)
-        e_ids = take_ids(lk.e_ids, leaked)
-        flags = [
-            Flag(
-                ev,
-                int(lk.e_rows[i]),
-                f"{ev}:{int(lk.e_rows[i])}",
-                kind[i],
-                action="keep",
-                score=round(best[i], 4),
-                id=row_id,
-            )
-            for i, row_id in zip(leaked, e_ids)
-        ]
+    def _flags(ev, ref, ctx, result, lk: Leaks, kind, best) -> None:
+        """Both sides of every leak: the eval row (keep) and each train row it matches (drop),
+        added as column blocks (a leaked train split is ~all flagged: a Flag object a row
+        cost more than the search). Texts repeat per eval row, so they are dictionaries."""
+        leaked = np.asarray(sorted(kind), np.int64)
+        e_rows = lk.e_rows[leaked]
+        result.flags.add(
+            ev,
+            e_rows,
+            group=_texts_of(e_rows, lambda e: f"{ev}:{e}"),
+            detail=np.asarray([kind[i] for i in leaked.tolist()]),
+            action="keep",
+            score=_rounded(np.asarray([best[i] for i in leaked.tolist()], float)),
+            id=take_ids(lk.e_ids, leaked),
+        )
         # each train row once: its closest eval row (highest similarity, then first row; an
         # exact match wins a tie)
         rp, ri, rs, rhow = lk.keys, lk.e, lk.s, lk.how()
@@ -331,29 +331,22 @@ class TrainEvalOverlap(Rule):
         first = np.ones(len(o), bool)
         first[1:] = rp[o][1:] != rp[o][:-1]
         pick = o[first]  # by ref row, ascending
-        r_ids = lk.ref_ids(pick)
         info = ctx.splits.get(ref)
-        action = "drop" if info is not None and info.kind == "train" else "review"
-        e_row = lk.e_rows[ri[pick]].tolist()  # the eval row each train row is flagged with
-        flags.extend(
-            Flag(
-                ref,
-                r_row,
-                f"{ev}:{e}",
-                f"{'near' if how else 'exact'} copy of {ev} row {e}",
-                action=action,
-                score=round(s, 4),
-                id=row_id,
-            )
-            for r_row, e, s, how, row_id in zip(
-                lk.ref_rows(rp[pick]).tolist(),
-                e_row,
-                rs[pick].tolist(),
-                rhow[pick].tolist(),
-                r_ids,
-            )
+        e_row = lk.e_rows[ri[pick]]  # the eval row each train row is flagged with
+        how = rhow[pick].astype(np.int64)
+        # one text per (eval row, how) pair: "exact copy of test row 3", "near copy of ..."
+        detail = _texts_of(
+            e_row * 2 + how, lambda c: f"{'near' if c & 1 else 'exact'} copy of {ev} row {c >> 1}"
         )
-        return flags
+        result.flags.add(
+            ref,
+            lk.ref_rows(rp[pick]),
+            group=_texts_of(e_row, lambda e: f"{ev}:{e}"),
+            detail=detail,
+            action="drop" if info is not None and info.kind == "train" else "review",
+            score=_rounded(rs[pick]),
+            id=lk.ref_ids(pick),
+        )
 
     def _report(self, ev, ref, ctx, result, lk: Leaks) -> dict[str, Any]:
         """Metrics, findings and flags of one comparison, whichever search found the pairs."""
@@ -396,7 +389,7 @@ class TrainEvalOverlap(Rule):
         heads_p = sorted({matches[i][0] for i in shown})
         r_snip = dict(zip(heads_p, lk.ref_snips(np.asarray(heads_p, np.int64))))
         best = {i: float(lk.s[matches[i][0]]) for i in leaked}
-        result.flags.extend(self._flags(ev, ref, ctx, lk, kind, best))
+        self._flags(ev, ref, ctx, result, lk, kind, best)
         for i in shown:
             head = matches[i][0]
             best_sim = float(lk.s[head])
@@ -436,6 +429,20 @@ class TrainEvalOverlap(Rule):
                 )
             )
         return {"eval_rows": ne, "leaked_rows": len(leaked), "exact": n_exact, "rate": rate}
+
+
+def _texts_of(values: np.ndarray, text: Callable[[int], str]) -> pa.DictionaryArray:
+    """``text(v)`` for every int of ``values``, computed once per distinct value."""
+    distinct, inverse = np.unique(np.asarray(values, np.int64), return_inverse=True)
+    words = strings([text(v) for v in distinct.tolist()], pa.string())
+    return pa.DictionaryArray.from_arrays(numeric_array(inverse.astype(np.int32)), words)
+
+
+def _rounded(scores: np.ndarray) -> np.ndarray:
+    """``round(s, 4)`` of each score (Python's rounding, as a Flag's score always was),
+    computed once per distinct value."""
+    distinct, inverse = np.unique(np.asarray(scores, float), return_inverse=True)
+    return np.asarray([round(v, 4) for v in distinct.tolist()], float)[inverse]
 
 
 def _prepared(resources: Any, code: str) -> Any:
