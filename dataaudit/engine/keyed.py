@@ -288,7 +288,12 @@ class MemorySpill:
 #: is held too (:meth:`DiskSpill.add_rows`); measured again (DUP002, bench_dedup's 40k
 #: shared-passage documents, workers=1, three runs each, load ~8): 256 MB held saved
 #: 0.1-0.3 of ~3.3 CPU-s (the writes; within the run-to-run spread) for a peak ~110 MB higher
-#: (370 -> 480 MB), so the default stays 0
+#: (370 -> 480 MB), so the default stays 0. Measured a third time without pandas in the
+#: process and with a cut's pieces held as slices of it (one copy fewer): 40k documents
+#: 2.97 -> 2.80 CPU-s median of 6 for a peak 363 -> 459 MB; 200k documents (DUP001+DUP002,
+#: scale_200000_8) 5.2 -> 5.5-6.0 CPU-s, peak 376 -> 655 MB (load ~3). Held memory is not
+#: reused by the next batch as written-and-freed memory is: its page faults cost about what
+#: the writes did
 SPILL_BUDGET = 0
 
 
