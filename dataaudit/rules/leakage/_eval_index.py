@@ -16,6 +16,7 @@ the in-process one whatever the batches, workers or merge order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,7 @@ from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_
 
 __all__ = [
     "CAP",
+    "Best",
     "EvalIndex",
     "Matches",
     "Pairs",
@@ -212,6 +214,31 @@ class Pairs:
 
 
 @dataclass
+class Best:
+    """Per eval key (its first eval position, ascending), the smallest ref row holding it and
+    that row's snippet (the finding's example)."""
+
+    e: np.ndarray  # int64 eval positions
+    r: np.ndarray  # int64 ref rows
+    snip: pa.Array  # large_string
+
+    def __len__(self) -> int:
+        return len(self.e)
+
+    def take(self, idx: np.ndarray) -> Best:
+        return Best(self.e[idx], self.r[idx], _take(self.snip, idx))
+
+    @staticmethod
+    def join(chunks: list[Best]) -> Best:
+        """The chunks (keys distinct across them) as one, by eval position."""
+        if len(chunks) == 1:
+            return chunks[0]
+        e = np.concatenate([c.e for c in chunks])
+        joined = Best(e, np.concatenate([c.r for c in chunks]), _strings([c.snip for c in chunks]))
+        return joined.take(np.argsort(e, kind="stable"))
+
+
+@dataclass
 class Matches:
     """What a reference split matched of one eval index: every exact copy, the near copies of
     the capped candidates, and the ids and snippets the report shows of them.
@@ -227,10 +254,13 @@ class Matches:
     ex_r: list[np.ndarray] = field(default_factory=list)
     ex_e: list[np.ndarray] = field(default_factory=list)
     ex_id: list[pa.Array] = field(default_factory=list)
-    # each eval key's smallest ref row and its snippet (the finding's example)
-    best_e: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
-    best_r: np.ndarray = field(default_factory=lambda: np.zeros(0, _I64))
-    best_snip: pa.Array = field(default_factory=_no_strings)
+    # each eval key's smallest ref row and its snippet, in chunks of keys not held before
+    # (a batch after the rows held adds only its new keys); which keys are held (a bitmap by
+    # eval position) and the smallest and largest row among them
+    bests: list[Best] = field(default_factory=list)
+    best_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    best_lo: int = 1 << ROW_BITS
+    best_hi: int = -1
     # the top-CAP ref rows of each bucket as (bucket << ROW_BITS) | row keys, in chunks of
     # ascending keys (a batch whose rows all come after the rows held only fills the buckets'
     # room, so its entries are a chunk of their own); ``top`` joins them
@@ -243,9 +273,32 @@ class Matches:
 
     def nbytes(self) -> int:
         """Bytes held (what a test checks does not grow with unmatched train rows)."""
-        arrays = [*self.ex_r, *self.ex_e, self.best_e, self.best_r, *self.tops, self.fill]
+        arrays = [*self.ex_r, *self.ex_e, self.best_seen, *self.tops, self.fill]
+        arrays += [a for b in self.bests for a in (b.e, b.r, b.snip)]
         total = sum(a.nbytes for a in arrays) + sum(p.nbytes() for p in self.near)
-        return total + sum(a.nbytes for a in [*self.ex_id, self.best_snip])
+        return total + sum(a.nbytes for a in self.ex_id)
+
+    def best(self) -> Best:
+        """Each eval key's smallest ref row and its snippet, joined once (as ``top``)."""
+        if len(self.bests) > 1:
+            self.bests = [Best.join(self.bests)]
+        return (
+            self.bests[0]
+            if self.bests
+            else Best(np.zeros(0, _I64), np.zeros(0, _I64), _no_strings())
+        )
+
+    @property
+    def best_e(self) -> np.ndarray:
+        return self.best().e
+
+    @property
+    def best_r(self) -> np.ndarray:
+        return self.best().r
+
+    @property
+    def best_snip(self) -> pa.Array:
+        return self.best().snip
 
     @property
     def top(self) -> np.ndarray:
@@ -478,19 +531,53 @@ def _prune(p: Pairs | None, dropped: np.ndarray, support: np.ndarray) -> list[Pa
     return [kept] if len(kept) else []
 
 
-def _best(a: Matches, b: Matches) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Per eval key, the smaller ref row of both sides and its snippet."""
-    if not len(b.best_e):
-        return a.best_e, a.best_r, a.best_snip
-    if not len(a.best_e):
-        return b.best_e, b.best_r, b.best_snip
-    best_e = np.concatenate([a.best_e, b.best_e])
-    best_r = np.concatenate([a.best_r, b.best_r])
-    bo = np.lexsort((best_r, best_e))
-    first = np.ones(len(bo), bool)
-    first[1:] = best_e[bo][1:] != best_e[bo][:-1]
-    bo = bo[first]
-    return best_e[bo], best_r[bo], _take(_strings([a.best_snip, b.best_snip]), bo)
+def _marked(seen: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """A copy of the bitmap ``seen`` (grown as needed) with the positions ``at`` set."""
+    out = np.zeros(max(len(seen), int(at.max()) + 1 if len(at) else 0), bool)
+    out[: len(seen)] = seen
+    out[at] = True
+    return out
+
+
+def _best_fields(m: Matches) -> dict[str, Any]:
+    return {"bests": m.bests, "best_seen": m.best_seen, "best_lo": m.best_lo, "best_hi": m.best_hi}
+
+
+def _best(a: Matches, b: Matches) -> dict[str, Any]:
+    """The best fields of both sides: per eval key, the smaller ref row and its snippet. When
+    one side's rows all come after the other's, it adds only the keys the other lacks, as a
+    chunk; otherwise both are joined and each key's smallest row picked."""
+    if not b.bests or not a.bests:
+        return _best_fields(a if a.bests else b)
+    first, then = (b, a) if b.best_hi < a.best_lo else (a, b)
+    if first.best_hi < then.best_lo:
+        add = then.best()
+        new = np.ones(len(add), bool)
+        inside = add.e < len(first.best_seen)
+        new[inside] = ~first.best_seen[add.e[inside]]
+        if not new.any():
+            return _best_fields(first)
+        add = add if new.all() else add.take(np.flatnonzero(new))
+        return {
+            "bests": [*first.bests, add],
+            "best_seen": _marked(first.best_seen, add.e),
+            "best_lo": min(first.best_lo, int(add.r.min())),
+            "best_hi": max(first.best_hi, int(add.r.max())),
+        }
+    x, y = a.best(), b.best()
+    e, r = np.concatenate([x.e, y.e]), np.concatenate([x.r, y.r])
+    o = np.lexsort((r, e))
+    keep = np.ones(len(o), bool)
+    keep[1:] = e[o][1:] != e[o][:-1]
+    o = o[keep]
+    best = Best(e[o], r[o], _take(_strings([x.snip, y.snip]), o))
+    seen = _marked(np.zeros(max(len(a.best_seen), len(b.best_seen)), bool), best.e)
+    return {
+        "bests": [best],
+        "best_seen": seen,
+        "best_lo": int(best.r.min()),
+        "best_hi": int(best.r.max()),
+    }
 
 
 def merge_matches(a: Matches, b: Matches) -> Matches:
@@ -507,7 +594,7 @@ def merge_matches(a: Matches, b: Matches) -> Matches:
             Pairs.join(a.near + b.near) if a.near or b.near else None, t.dropped, t.support
         )
     ex = (a.ex_r + b.ex_r, a.ex_e + b.ex_e, a.ex_id + b.ex_id)
-    return Matches(*ex, *_best(a, b), t.tops, t.fill, t.lo, t.hi, near)
+    return Matches(*ex, **_best(a, b), tops=t.tops, fill=t.fill, lo=t.lo, hi=t.hi, near=near)
 
 
 def probe(
@@ -540,8 +627,10 @@ def probe(
         first = np.ones(len(o), bool)
         first[1:] = ex_e[o][1:] != ex_e[o][:-1]
         o = o[first]
-        part.best_e, part.best_r = ex_e[o], ex_r[o]
-        part.best_snip = _take(snips, hit[o])
+        if len(o):
+            best = Best(ex_e[o], ex_r[o], _take(snips, hit[o]))
+            part.bests, part.best_seen = [best], _marked(np.zeros(0, bool), best.e)
+            part.best_lo, part.best_hi = int(best.r.min()), int(best.r.max())
     # near: the batch's rows in eval buckets, kept where they enter a bucket's top
     valid = np.flatnonzero(~empty_rows(sig)) if n and len(index.members) else np.zeros(0, _I64)
     got_b, got_p = [], []
@@ -595,7 +684,8 @@ def probe(
         )
         near = [*held, p.in_order()]
     ex = (current.ex_r + part.ex_r, current.ex_e + part.ex_e, current.ex_id + part.ex_id)
-    return Matches(*ex, *_best(current, part), t.tops, t.fill, t.lo, t.hi, near)
+    best = _best(current, part)
+    return Matches(*ex, **best, tops=t.tops, fill=t.fill, lo=t.lo, hi=t.hi, near=near)
 
 
 def _verify(

@@ -217,17 +217,20 @@ def test_near_pairs_leave_with_their_rows_from_the_buckets_tops(fixtures_dir):
 
 
 def test_a_sequential_scan_appends_its_batches_to_the_state(fixtures_dir):
-    """Each batch of a scan in row order adds its top entries and near pairs as chunks of
-    their own and copies none of the state's: the chunks held before a batch are the very
-    arrays held after it (a merge that joined or re-sorted them, as each batch once did,
-    costs the whole state per batch: quadratic in the matches)."""
+    """Each batch of a scan in row order adds its top entries, near pairs and new exact keys
+    as chunks of their own and copies none of the state's: the chunks held before a batch
+    are the very arrays held after it (a merge that joined or re-sorted them, as each batch
+    once did, costs the whole state per batch: quadratic in the matches)."""
     data = generated(fixtures_dir)
     train = [r["text"] for r in data["train"]]
     index = _index([r["text"] for r in data["test"]])
     m, grew = ei.Matches(), 0
     for a in range(0, len(train), 20):
-        before_tops, before_near = list(m.tops), list(m.near)
+        before_tops, before_near, before_best = list(m.tops), list(m.near), list(m.bests)
         m = _probe(index, m, train[a : a + 20], a)
+        assert all(x is y for x, y in zip(m.bests, before_best)) and len(m.bests) >= len(
+            before_best
+        )
         assert all(x is y for x, y in zip(m.tops, before_tops)) and len(m.tops) >= len(before_tops)
         assert all(x is y for x, y in zip(m.near, before_near)) and len(m.near) >= len(before_near)
         grew += len(m.near) > len(before_near)
