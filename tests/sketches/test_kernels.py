@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from dataaudit.sketches import kernels
 from dataaudit.sketches.hashing import mix64
@@ -194,26 +195,40 @@ def test_the_session_warm_up_compiles_every_kernel(compiled_kernels):
     assert not missed, f"add a call that reaches {missed} to compiled_kernels"
 
 
-def test_loading_the_kernels_does_not_import_scipy_linalg():
-    """numba's first kernel call (a cache hit included) loads its array-math registry, which
-    probes SciPy's BLAS and so imported all of scipy.linalg (~0.15 s per process, per worker);
-    kernels.py answers the probe "absent" while the registry loads, and lifts the block after."""
+def _fresh_kernel_call(cache_dir: str) -> str:
+    """count_tokens in a fresh process whose numba cache is ``cache_dir``; what it loaded."""
+    import os
     import subprocess
     import sys
 
     code = (
         "import sys, numpy as np\n"
         "from dataaudit.sketches import kernels\n"
-        "kernels.count_tokens(np.zeros(2, np.uint8), np.array([0, 2]), np.zeros(1, np.bool_))\n"
+        "n = kernels.count_tokens(np.frombuffer(b'a b', np.uint8), np.array([0, 3]),\n"
+        "                         np.zeros(1, np.bool_))\n"
+        "assert list(n) == [2], n\n"
         "assert 'scipy.linalg' not in sys.modules, 'scipy.linalg imported'\n"
         "assert 'scipy.linalg.cython_blas' not in sys.modules, 'probe left blocked'\n"
         "import importlib.util\n"
         "if importlib.util.find_spec('scipy'):\n"
         "    import scipy.linalg.cython_blas  # the block is lifted: SciPy imports as usual\n"
-        "print('ok')\n"
+        "print(sorted(m for m in ('cffi', 'numba.typed.typeddict') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    env = os.environ | {"NUMBA_CACHE_DIR": cache_dir}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+@pytest.mark.slow
+def test_a_kernel_compiles_then_loads_from_its_cache_without_the_registries(tmp_path):
+    """A cache miss compiles through numba's compiler, which loads every registry: its
+    array-math one probes SciPy's BLAS and so imported all of scipy.linalg (~0.15 s per process,
+    per worker); kernels.py answers the probe "absent" while it loads and lifts the block after.
+    A cache hit loads no registry at all (kernels._lean_cache_load): no cffi, no typed dict."""
+    compiled = _fresh_kernel_call(str(tmp_path))  # an empty cache: compiles and saves
+    assert compiled == "['cffi', 'numba.typed.typeddict']"  # the compiler's refresh loads them
+    assert _fresh_kernel_call(str(tmp_path)) == "[]"
 
 
 SPECIALS = ["Straße", "ΣΑΣ", "ﬁne", "Ｆｕｌｌ", "İstanbul", "\u00a0", "\u1680", "e\u0301", "K\u212a",
