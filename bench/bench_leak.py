@@ -16,6 +16,7 @@ older checkout) for the before side.
 
     python bench/bench_leak.py --train 200000 --eval 5000
     python bench/bench_leak.py --train 20000 --eval 1000 --workers 1 2 --before /tmp/old
+    python bench/bench_leak.py --workers 1 2 --before /tmp/old --before-mode broadcast
 """
 
 from __future__ import annotations
@@ -157,12 +158,18 @@ def main() -> None:
     ap.add_argument("--eval", type=int, default=5_000)
     ap.add_argument("--workers", type=int, nargs="+", default=[1], help="0: Ray (2 CPUs)")
     ap.add_argument("--before", help="an older checkout to run first (PYTHONPATH)")
+    ap.add_argument(
+        "--before-mode",
+        choices=["in-process", "broadcast"],
+        default="in-process",
+        help="the search the older checkout runs (broadcast: compare two broadcast joins)",
+    )
     ap.add_argument("--no-in-process", action="store_true", help="skip this tree's fallback")
     args = ap.parse_args()
     path = corpus(args.train, args.eval)
     print(f"{path.name}: load {os.getloadavg()[0]:.2f}")
     for w in args.workers:
-        sides = [("before", "in-process", args.before)] if args.before else []
+        sides = [("before", args.before_mode, args.before)] if args.before else []
         if not args.no_in_process:
             sides.append(("in-process", "in-process", None))
         sides.append(("broadcast", "broadcast", None))
