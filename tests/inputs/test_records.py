@@ -1,0 +1,98 @@
+"""In-memory records: a column of one plain type is built from buffers, exactly as pa.array
+types it, so a list of records does not import pandas (pa.array does, on its first call)."""
+
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from dataaudit.inputs.records import _plain_column, records_to_batch
+
+
+def _same(got: pa.Array, want: pa.Array) -> bool:
+    def key(v):
+        return "nan" if isinstance(v, float) and math.isnan(v) else v
+
+    return (
+        got.type == want.type
+        and got.null_count == want.null_count
+        and [key(v) for v in got.to_pylist()] == [key(v) for v in want.to_pylist()]
+    )
+
+
+def _column(rng: random.Random) -> list:
+    pools = [
+        ["a", "", "Straße", "日本", "\ufffd"],
+        [0, 1, -5, 2**63 - 1, -(2**63)],
+        [0.0, -1.5, 1e300, float("nan"), float("inf")],
+        [True, False],
+    ]
+    pool = rng.choice(pools)
+    if rng.random() < 0.2:
+        pool = pool + rng.choice(pools)  # mixed types: left to pa.array
+    return [None if rng.random() < 0.2 else rng.choice(pool) for _ in range(rng.randint(0, 12))]
+
+
+def test_plain_columns_are_what_pa_array_makes():
+    rng = random.Random(3)
+    built = 0
+    for _ in range(500):
+        values = _column(rng)
+        got = _plain_column(values)
+        if got is None:
+            continue
+        built += 1
+        assert _same(got, pa.array(values)), values
+    assert built > 250  # most columns took the buffers path
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[None, None], [], [1, 2.0], [1, True], [2**63], ["a", 1], [b"x"], [{"a": 1}], [[1]]],
+)
+def test_other_columns_are_left_to_pa_array(values):
+    assert _plain_column(values) is None
+
+
+def test_a_lone_surrogate_is_still_repaired():
+    repaired = []
+    batch = records_to_batch([{"text": "ok"}, {"text": "bad \ud800"}], on_repair=repaired.append)
+    assert batch.column("text").to_pylist() == ["ok", "bad \ufffd"]
+    assert repaired == [1]
+
+
+def test_auditing_records_does_not_import_pandas():
+    pytest.importorskip("pandas")
+    code = (
+        "import sys, dataaudit\n"
+        "rows = [{'text': t, 'label': i % 3, 'score': i / 7, 'ok': i % 2 == 0}\n"
+        "        for i, t in enumerate(['hello world', '', 'caf\\u00c3\\u00a9', None] * 20)]\n"
+        "rows[5]['label'] = None\n"
+        "r = dataaudit.audit(rows, select=['TXT001', 'TXT002', 'TXT003', 'FMT001'],"
+        " progress=False)\n"
+        "assert r.results, r\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "False", out.stderr[-3000:]
+
+
+def test_past_a_million_values_pa_array_types_them(monkeypatch):
+    """The buffers path is slower per value than pa.array: past BUFFER_VALUES a process pays
+    pandas' import once instead (and once pandas is loaded, pa.array costs nothing more)."""
+    import dataaudit.inputs.records as records
+
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    monkeypatch.setattr(records, "_buffer_values", 0)
+    assert records._without_pa_array(records.BUFFER_VALUES - 1)
+    assert records._without_pa_array(10)  # the column that crosses the bound
+    assert not records._without_pa_array(1)
+    monkeypatch.setattr(records, "_buffer_values", 0)
+    monkeypatch.setitem(sys.modules, "pandas", object())
+    assert not records._without_pa_array(1)
