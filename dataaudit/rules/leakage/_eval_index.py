@@ -42,6 +42,7 @@ ROW_BITS = 38
 MAX_BUCKETS = 1 << (64 - ROW_BITS)
 _I64 = np.int64
 _U64 = np.uint64
+_ROW_MASK = _U64((1 << ROW_BITS) - 1)  # a key's row bits
 
 
 @dataclass
@@ -313,7 +314,7 @@ class Matches:
 
     @property
     def top_r(self) -> np.ndarray:
-        return (self.top & _U64((1 << ROW_BITS) - 1)).astype(_I64)
+        return (self.top & _ROW_MASK).astype(_I64)
 
     def pairs(self) -> Pairs | None:
         """The near pairs by (ref row, eval pos), joined once (as ``top``)."""
@@ -368,9 +369,6 @@ def positions(idx: np.ndarray) -> pa.Array:
     """Int64 positions as Arrow from their buffer (``pa.array(ndarray)`` imports pandas)."""
     idx = np.ascontiguousarray(idx, _I64)
     return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
-
-
-_ROW_MASK = _U64((1 << ROW_BITS) - 1)
 
 
 def _key(b: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -479,8 +477,7 @@ def _tops(m: Matches, more: np.ndarray) -> _Tops:
     if not len(more):
         return _Tops(m.tops, m.fill, m.lo, m.hi, none, more, more, True)
     rows = more & _ROW_MASK
-    lo, hi = int(rows.min()), int(rows.max())
-    if m.hi < lo:
+    if m.hi < int(rows.min()):
         b = (more >> _U64(ROW_BITS)).astype(np.intp)
         have = np.zeros(len(b), _I64)
         inside = b < len(m.fill)
