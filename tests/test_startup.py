@@ -25,7 +25,7 @@ NOT_FOR_DUP002 = {
     "pandas",  # pyarrow imports it for pa.array of numpy data; features.arrays builds from buffers
     "cffi",
     "pycparser",
-    "scipy.linalg",
+    "scipy",  # numba imports it only to check its version (kernels._absent)
     "numba.typed.typeddict",
     "numba.np.linalg",
     "numba.np.random.generator_core",

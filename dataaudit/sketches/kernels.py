@@ -25,12 +25,33 @@ to ``ngram`` for a row with fewer tokens), xor the seed, splitmix64.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-import numba
 import numpy as np
 
 from .hashing import GOLDEN, M1, M2
+
+
+@contextmanager
+def _absent(module: str) -> Iterator[None]:
+    """``import module`` fails inside the block (as if not installed) unless it is imported
+    already; the block is lifted after, so later imports of it work as usual."""
+    block = module not in sys.modules
+    if block:
+        sys.modules[module] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if block and sys.modules.get(module, 0) is None:
+            del sys.modules[module]
+
+
+# numba's import checks SciPy's version (>= 1.0; pyproject requires >= 1.9) by importing it:
+# ~13 ms of each process (and worker) that no kernel uses
+with _absent("scipy"):
+    import numba
 
 
 def _block_blas_probe() -> None:
@@ -43,15 +64,8 @@ def _block_blas_probe() -> None:
     BLAS (every linear-algebra function still imports SciPy itself when compiled, and the block is
     lifted right after).
     """
-    probe = "scipy.linalg.cython_blas"
-    block = probe not in sys.modules
-    if block:
-        sys.modules[probe] = None  # type: ignore[assignment]
-    try:
+    with _absent("scipy.linalg.cython_blas"):
         import numba.np.arraymath  # noqa: F401
-    finally:
-        if block and sys.modules.get(probe, 0) is None:
-            del sys.modules[probe]
 
 
 def _lean_cache_load(dispatcher: Any) -> None:
