@@ -656,13 +656,11 @@ def probe(
     gb, gp = gb[o], gp[o]
     # candidate pairs: each kept (bucket, row) with every eval row of the bucket
     lo, hi = index.member_start[gb], index.member_start[gb + 1]
-    cp = np.repeat(gp, hi - lo)
-    ce = index.members[_ranges(lo, hi)]
-    o = np.lexsort((ce, cp))
-    cp, ce = cp[o], ce[o]
-    first = np.ones(len(o), bool)
-    first[1:] = (cp[1:] != cp[:-1]) | (ce[1:] != ce[:-1])
-    cp, ce = cp[first], ce[first]
+    # as distinct (batch position, eval position) numbers, ascending: one sort of one int64
+    # array (a lexsort of the two columns took twice as long)
+    ne = _I64(max(len(index), 1))
+    pair = np.unique(np.repeat(gp, hi - lo) * ne + index.members[_ranges(lo, hi)])
+    cp, ce = pair // ne, pair % ne
     sim = _verify(index, sig, sets, cp, ce, threshold)
     ok = sim >= threshold
     cp, ce = cp[ok], ce[ok]
