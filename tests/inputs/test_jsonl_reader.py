@@ -105,12 +105,13 @@ def test_the_peek_reads_and_checks_the_first_block_only(tmp_path, monkeypatch):
 
 
 def test_a_block_parsed_in_several_chunks_gives_full_batches(tmp_path):
-    """pyarrow parses a block in 1 MB chunks: the batches still have batch_size rows but the
-    last (not a short batch at every chunk's end, each paying every rule's per-batch cost)."""
+    """A block of several MB (pyarrow's threads would parse it in 1 MB chunks) gives batches
+    of batch_size rows but the last, not a short batch at every chunk's end, each paying
+    every rule's per-batch cost."""
     import dataaudit.inputs.jsonl as jsonl
 
     path = tmp_path / "t.jsonl"
-    path.write_text(_lines(60_000))  # ~3.5 MB: one block, 4 chunks
+    path.write_text(_lines(60_000))  # ~3.5 MB: one block
     sizes = [rb.num_rows for rb in jsonl.iter_jsonl(path, 5000)]
     assert sizes == [5000] * 12
     jsonl._PEEKED.clear()
