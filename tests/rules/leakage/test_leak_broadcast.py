@@ -261,5 +261,7 @@ def test_batches_out_of_row_order_evict_pairs_as_one_batch_does(fixtures_dir):
     for fold in (shards, shards[::-1]):  # each merge: the next shard after, or before
         m = ei.Matches()
         for s in fold:
+            held = list(m.near) if fold is shards else []
             m = ei.merge_matches(m, s)
+            assert all(x is y for x, y in zip(m.near, held)) and len(m.near) >= len(held)
         assert _canon(m) == whole
