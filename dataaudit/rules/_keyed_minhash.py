@@ -85,7 +85,8 @@ def signatures_of(col: pa.Array | pa.ChunkedArray, k: int) -> np.ndarray:
 
 
 def set_column(sets: ShingleSets, idx: np.ndarray) -> pa.Array:
-    """The shingle sets of rows ``idx`` as one binary value (their uint32 hashes) per row."""
+    """The shingle sets of rows ``idx`` as one binary value (their uint32 hashes) per row
+    (every row's: the sets' buffers, not a copy)."""
     offsets = np.ascontiguousarray(sets.offsets, np.int64) * 4
     values = np.ascontiguousarray(sets.values, np.uint32).view(np.uint8)
     whole = pa.Array.from_buffers(
@@ -93,6 +94,9 @@ def set_column(sets: ShingleSets, idx: np.ndarray) -> pa.Array:
         len(sets),
         [None, pa.py_buffer(offsets), pa.py_buffer(values)],
     )
+    idx = np.asarray(idx, np.int64)
+    if len(idx) == len(sets) and np.array_equal(idx, np.arange(len(sets))):
+        return whole
     return whole.take(indices(idx))
 
 

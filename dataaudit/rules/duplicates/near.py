@@ -185,11 +185,13 @@ class NearDuplicates(Rule):
         if not len(idx):
             return None
         at = indices(idx)
+        every = len(idx) == batch.num_rows  # the usual batch: its columns whole, not copied
+        snip = snippet(batch, state["chars"]).cast(pa.large_string())
         cols: dict[str, Any] = {
             "row": numeric_array(np.asarray(batch.row_ids, np.int64)[idx]),
-            "sig": sig_column(sig[idx]),
+            "sig": sig_column(sig if every else sig[idx]),
             "hash": numeric_array(np.asarray(nonempty_hash(batch)[idx], np.uint64)),
-            "snip": snippet(batch, state["chars"]).cast(pa.large_string()).take(at),
+            "snip": snip if every else snip.take(at),
         }
         if self.verify == "exact":
             cols["sets"] = set_column(batch.feature("shingle_sets", **shingle_params(self)), idx)
