@@ -33,8 +33,9 @@ class Builtin:
     """What selection needs of a built-in rule, without importing its module.
 
     ``load_rules`` imported every rule module to read these four attributes (~0.05 CPU-s of
-    each process's start-up, most of it modules the audit never runs); the table below is
-    checked against the classes by tests/test_registry.py.
+    each process's start-up); now an audit imports only the modules of the rules it runs
+    (``--select DUP002``: resolving the rules 0.060 -> 0.039 CPU-s, bytecode cached). The
+    table below is checked against the classes by tests/test_registry.py.
     """
 
     code: str
