@@ -226,11 +226,9 @@ def _text(value: Any, n: int) -> pa.Array:
 
 
 def _concat(arrays: list[Any]) -> pa.ChunkedArray:
-    """At least one chunk: combining zero chunks goes through ``pa.array([])``, which imports
-    pandas (0.3-0.7 s) in a clean file's audit."""
     import pyarrow as pa
 
-    return pa.chunked_array(arrays or [pa.nulls(0, pa.large_string())], pa.large_string())
+    return pa.chunked_array(arrays, pa.large_string())
 
 
 def _text_ranks(array: pa.ChunkedArray) -> Any:
