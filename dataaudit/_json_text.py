@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .features.arrays import string_parts, strings
+from .features.arrays import one_chunk, string_parts, strings
 
 __all__ = ["json_texts"]
 
@@ -100,6 +100,4 @@ def json_texts(arr: pa.Array | pa.ChunkedArray) -> pa.Array | None:
     """Per value of ``arr``, the UTF-8 text ``json.dumps(value, sort_keys=True,
     ensure_ascii=False)`` gives for its ``to_pylist()`` value (``null`` for a null); None when
     the array holds a type whose text this does not write (take the Python path)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return _text(arr)
+    return _text(one_chunk(arr))

@@ -344,7 +344,9 @@ def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool 
             return array if cast else array.dictionary_encode()
         value = value.tolist()
     if isinstance(value, pa.ChunkedArray):
-        value = value.combine_chunks()
+        from ._arrow import one_chunk
+
+        value = one_chunk(value)
     if isinstance(value, pa.Array):
         if cast and pa.types.is_integer(value.type):
             value = value.cast(pa.string())

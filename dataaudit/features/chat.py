@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrays import one_chunk
 from .base import Batch, register_feature
 
 OK = "ok"
@@ -157,7 +158,6 @@ def chat_turns_feature(batch: Batch) -> ChatTurns:
         return ChatTurns(
             np.zeros(batch.num_rows + 1, np.int64), [None] * batch.num_rows, [], [], [], []
         )
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = one_chunk(col)
     fast = _columnar(col)
     return fast if fast is not None else _parsed(batch, col)

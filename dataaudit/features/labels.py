@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrays import one_chunk
 from .base import Batch, register_feature
 
 
@@ -63,9 +64,7 @@ def label_feature(batch: Batch) -> LabelColumn:
     n = batch.num_rows
     if not batch.has_column(name):
         return LabelColumn([None] * n, ["null"] * n)
-    arr = batch.column(name)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(batch.column(name))
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     tname = _type_name(arr.type)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, mask_array, nulls_like, strings
+from .arrays import bools, mask_array, nulls_like, one_chunk, strings
 
 STRING = pa.large_string()
 
@@ -347,8 +347,7 @@ def tokenizable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     lower-casing (no whitespace regex), and rows holding a casefold special the full Python
     normalization: several times cheaper than :func:`normalize_array`, with identical tokens.
     """
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     from ..sketches.minhash import _map, _ranges
 
     ranges = _ranges(len(arr))  # a large batch: two halves on two threads (Arrow frees the GIL)

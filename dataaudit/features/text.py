@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import nulls_like, strings
+from .arrays import nulls_like, one_chunk, strings
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
 from .textscan import blank_mask
@@ -19,8 +19,7 @@ STRING = pa.large_string()
 
 def _as_text(arr: pa.Array | pa.ChunkedArray, markers: pa.Array | None = None) -> pa.Array:
     """A role column as strings; values that are not strings become null (FMT001 reports them)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_chunk(arr)
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         out = arr.cast(STRING)

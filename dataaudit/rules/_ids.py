@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..features import Batch
-from ..features.arrays import indices, take
+from ..features.arrays import indices, one_chunk, take
 
 
 def id_column(batch: Batch) -> pa.Array | None:
@@ -23,8 +23,7 @@ def id_column(batch: Batch) -> pa.Array | None:
     col = batch.role("id")
     if col is None:
         return None
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = one_chunk(col)
     if pa.types.is_large_string(col.type):
         return col
     try:

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
+from ...features.arrays import one_chunk
 from ...rowcheck import Category
 from ...rule import Direction, RuleResult, Severity
 from ...sketches.state import Additive, PerSplit
@@ -206,8 +207,7 @@ class LossMasks(DetailRowCheck):
         n = batch.num_rows
         ok = np.ones(n, dtype=bool)
         for key, arr in cols.items():
-            if isinstance(arr, pa.ChunkedArray):
-                arr = cols[key] = arr.combine_chunks()
+            arr = cols[key] = one_chunk(arr)
             if not _int_list(arr):
                 for i in range(n):
                     out["unreadable"].setdefault(

@@ -6,10 +6,9 @@ import json
 import re
 from typing import Any
 
-import pyarrow as pa
-
 from ...context import AuditContext
 from ...features import Batch
+from ...features.arrays import one_chunk
 from ...features.chat import OK
 from ...resources.schemas import (
     SchemaError,
@@ -212,9 +211,7 @@ class StructuredTargets(DetailRowCheck):
         calling = [i for i in calling if status[i] == OK]
         tools_col = None
         if calling and batch.has_column(self.tools_column):
-            tools_col = batch.column(self.tools_column)
-            if isinstance(tools_col, pa.ChunkedArray):
-                tools_col = tools_col.combine_chunks()
+            tools_col = one_chunk(batch.column(self.tools_column))
         #: (a row's tools as an Arrow scalar, its table or why it cannot be read): rows mostly
         #: share their tools, and comparing Arrow scalars costs far less than converting them
         seen_tools: list[tuple[Any, Any]] = []

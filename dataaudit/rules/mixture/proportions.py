@@ -6,12 +6,12 @@ import math
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...errors import ConfigError
 from ...features import Batch
+from ...features.arrays import one_chunk
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...sketches.state import PerSplit, merge_values
@@ -143,10 +143,7 @@ class MixtureProportions(DriftRule):
         }
 
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
-        col = batch.role("source")
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
-        enc = pc.dictionary_encode(col)
+        enc = pc.dictionary_encode(one_chunk(batch.role("source")))
         names = [str(v) for v in enc.dictionary.to_pylist()]
         codes = np.asarray(
             pc.fill_null(enc.indices, len(names)).to_numpy(zero_copy_only=False), dtype=np.int64
