@@ -106,3 +106,18 @@ def test_every_kernel_loads_its_cache_without_a_context_refresh():
     assert len(dispatchers) > 10
     plain = [d.py_func.__name__ for d in dispatchers if "load_overload" not in vars(d._cache)]
     assert plain == []
+
+
+def test_fmt004_audit_does_not_import_pandas(tmp_path):
+    """FMT004 reads token columns through the buffers (null rows, lengths, flattened ids, the
+    rows' take), not ``to_numpy``, ``fill_null`` with a Python int or ``pa.array`` of numpy
+    positions, each of which made pyarrow import pandas (~0.3-0.7 s a process)."""
+    from tests import FIXTURES
+
+    pytest.importorskip("pandas")
+    argv = ["audit", str(FIXTURES / "chat_tokenized"), "--select", "FMT004", "--no-progress"]
+    out = tmp_path / "report.json"
+    loaded = _modules_at_exit([*argv, "-q", "--json", str(out)], tmp_path / "modules.json")
+    assert "pandas" not in loaded
+    status = {r["code"]: r["status"] for r in json.loads(out.read_text())["results"]}
+    assert status["FMT004"] == "warn"  # the fixture's planted loss-mask bugs: its checks ran

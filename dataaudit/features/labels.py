@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import one_chunk
+from .arrays import nulls_like, one_chunk
 from .base import Batch, register_feature
 
 
@@ -77,6 +77,6 @@ def label_feature(batch: Batch) -> LabelColumn:
         ]
         return LabelColumn(values, types)
     if pa.types.is_floating(arr.type):
-        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+        arr = pc.if_else(pc.is_nan(arr), nulls_like(arr), arr)
     values = [_key(v) for v in arr.to_pylist()]
     return LabelColumn(values, ["null" if v is None else tname for v in values])

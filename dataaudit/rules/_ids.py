@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..features import Batch
-from ..features.arrays import indices, one_chunk, take
+from ..features.arrays import indices, one_chunk, strings, take
 
 
 def id_column(batch: Batch) -> pa.Array | None:
@@ -29,7 +29,7 @@ def id_column(batch: Batch) -> pa.Array | None:
     try:
         return col.cast(pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # lists, structs: their text
-        return pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.large_string())
+        return strings([None if v is None else str(v) for v in col.to_pylist()])
 
 
 def ids_at(batch: Batch, idx: np.ndarray | Sequence[int]) -> list[str | None] | None:

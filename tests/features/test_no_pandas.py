@@ -100,3 +100,32 @@ def test_the_builders_equal_pa_array():
     arr = pa.array(["x", None], pa.large_string())
     kept = pc.if_else(pa.array([True, False]), arr, nulls_like(arr))
     assert kept.equals(pc.if_else(pa.array([True, False]), arr, pa.scalar(None, arr.type)))
+
+
+def test_float_labels_and_list_ids_do_not_import_pandas():
+    """The label feature of float labels with NaN (nulls from ``nulls_like``, not
+    ``pa.scalar``) and the flag ids of a list-typed id column (their text from ``strings``, not
+    ``pa.array``), in a fresh process whose input arrays are built from buffers."""
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import pyarrow as pa\n"
+        "from dataaudit.features import Batch\n"
+        "from dataaudit.features.arrays import numeric_array, strings\n"
+        "from dataaudit.inputs.roles import Roles\n"
+        "from dataaudit.rules._ids import id_column, ids_at\n"
+        "labels = numeric_array(np.array([1.0, np.nan, 2.5, 1.0]))\n"
+        "ids = pa.ListArray.from_arrays(numeric_array(np.array([0, 1, 1, 3, 4], np.int32)),\n"
+        "                               numeric_array(np.arange(4)))\n"
+        "text = strings(['a', 'b', 'c', 'd'])\n"
+        "rb = pa.RecordBatch.from_arrays([text, labels, ids], ['text', 'label', 'id'])\n"
+        "b = Batch('train', rb, 0, Roles(text='text', label='label', id='id'))\n"
+        "lab = b.feature('label')\n"
+        "print(lab.values, lab.types, id_column(b).type, ids_at(b, [0, 1, 3]),\n"
+        "      'pandas' in sys.modules)\n"
+    )
+    out = _fresh(code)
+    assert out == (
+        "['1.0', None, '2.5', '1.0'] ['float', 'null', 'float', 'float'] large_string "
+        "['[0]', '[]', '[3]'] False"
+    ), out

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import one_chunk
+from ...features.arrays import bools, fixed, nulls_to, one_chunk, take
 from ...rowcheck import Category
 from ...rule import Direction, RuleResult, Severity
 from ...sketches.state import Additive, PerSplit
@@ -52,6 +52,12 @@ class _Tokens(Additive):
 def _int_list(arr: Any) -> bool:
     t = arr.type
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
+
+
+def _token_ids(values: pa.Array) -> np.ndarray:
+    """Token ids as int64; a null id reads as the smallest int64 (< 0: an ignore value or out of
+    vocabulary), the value the float NaN of ``to_numpy`` cast to before these buffer reads."""
+    return nulls_to(fixed(values).astype(np.int64), values, np.iinfo(np.int64).min)
 
 
 class LossMasks(DetailRowCheck):
@@ -214,16 +220,12 @@ class LossMasks(DetailRowCheck):
                         i, f"{names[key]} is {arr.type}, not a list of integers"
                     )
                 return out
-            null = np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
+            null = bools(pc.is_null(arr))
             for i in np.flatnonzero(null & ok):
                 out["unreadable"].setdefault(int(i), f"{names[key]} is null")
             ok &= ~null
         lengths = {
-            k: np.asarray(
-                pc.fill_null(pc.list_value_length(a), 0).to_numpy(zero_copy_only=False),
-                dtype=np.int64,
-            )
-            for k, a in cols.items()
+            k: fixed(pc.list_value_length(a), null=0).astype(np.int64) for k, a in cols.items()
         }
         ref = lengths["input_ids"]
         for key, lens in lengths.items():
@@ -236,13 +238,7 @@ class LossMasks(DetailRowCheck):
         rows = np.flatnonzero(ok)
         if not rows.size:
             return out
-        take = pa.array(rows)
-        flat = {
-            k: np.asarray(
-                pc.list_flatten(a.take(take)).to_numpy(zero_copy_only=False), dtype=np.int64
-            )
-            for k, a in cols.items()
-        }
+        flat = {k: _token_ids(pc.list_flatten(take(a, rows))) for k, a in cols.items()}
         lens = ref[rows]
         seg = np.repeat(np.arange(rows.size), lens)
         starts = np.zeros(rows.size, dtype=np.int64)

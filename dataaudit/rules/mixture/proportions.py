@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from ...context import AuditContext
 from ...errors import ConfigError
 from ...features import Batch
-from ...features.arrays import one_chunk
+from ...features.arrays import fixed, one_chunk
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...sketches.state import PerSplit, merge_values
@@ -145,9 +145,7 @@ class MixtureProportions(DriftRule):
     def update(self, state: dict[str, Any], batch: Batch) -> dict[str, Any]:
         enc = pc.dictionary_encode(one_chunk(batch.role("source")))
         names = [str(v) for v in enc.dictionary.to_pylist()]
-        codes = np.asarray(
-            pc.fill_null(enc.indices, len(names)).to_numpy(zero_copy_only=False), dtype=np.int64
-        )
+        codes = fixed(enc.indices, null=len(names)).astype(np.int64)
         names.append(NO_SOURCE)
         lengths = batch.feature("token_lengths", tokenizer=state["tok"])
         hashes = batch.feature("normalized_hash")

@@ -66,3 +66,42 @@ def test_mix001_missing_and_unexpected_sources():
     messages = " | ".join(f["message"] for f in kinds.values())
     assert "'code'" in messages and "missing" in messages
     assert "'forum' is not in the recipe" in messages
+
+
+def test_mix001_update_does_not_import_pandas():
+    """MIX001's per-batch source codes come from the dictionary indices' buffers (``fixed``), not
+    ``fill_null`` with a Python int and ``to_numpy``, which import pandas (~0.3-0.7 s a process).
+    A fresh process; token lengths stand in for the tokenizer, whose own path is not this rule's."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pandas")
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import pyarrow as pa\n"
+        "from dataaudit.features import Batch\n"
+        "from dataaudit.features.arrays import strings\n"
+        "from dataaudit.inputs.roles import Roles\n"
+        "from dataaudit.rules.mixture.proportions import NO_SOURCE, MixtureProportions\n"
+        "from dataaudit.sketches.state import PerSplit\n"
+        "class B(Batch):\n"
+        "    __slots__ = ()\n"
+        "    def feature(self, name, **params):\n"
+        "        if name == 'token_lengths':\n"
+        "            return np.array([3, 4, 5, 6, -1])\n"
+        "        return super().feature(name, **params)\n"
+        "text = strings(['a b c', 'd e f g', None, 'a b c', 'x'])\n"
+        "source = strings(['web', None, 'books', 'web', None])\n"
+        "rb = pa.RecordBatch.from_arrays([text, source], ['text', 'source'])\n"
+        "b = B('train', rb, 0, Roles(text='text', source='source'))\n"
+        "state = {'tok': 'whitespace', 'splits': PerSplit(dict), 'kinds': {}}\n"
+        "MixtureProportions().update(state, b)\n"
+        "got = state['splits'].at('train')\n"
+        "print(sorted((k, v['rows'], v['tokens'], v['texts']) for k, v in got.items()),\n"
+        "      NO_SOURCE in got, 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    want = "[('(no source)', 2, 4, 2), ('books', 1, 5, 0), ('web', 2, 9, 2)] True False"
+    assert out.stdout.strip() == want, out.stdout
