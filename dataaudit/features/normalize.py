@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, mask_array, nulls_like, one_chunk, strings
+from .arrays import bools, mask_array, nulls_like, one_chunk, string_array, string_parts, strings
 
 STRING = pa.large_string()
 
@@ -174,9 +174,7 @@ def nfkc_array(arr: pa.Array) -> pa.Array:
     offsets, data = text_bytes(arr)
     index, rep_offsets, rep_bytes, unstable = _nfkc_table()
     out_offsets, out, left = replace_chars(data, offsets, index, rep_offsets, rep_bytes, unstable)
-    replaced = pa.Array.from_buffers(
-        STRING, len(arr), [None, pa.py_buffer(out_offsets), pa.py_buffer(out)]
-    )
+    replaced = string_array(out_offsets, out, STRING)
     if arr.null_count:
         valid = pc.is_valid(arr)
         left &= bools(valid)
@@ -278,12 +276,8 @@ def lower_table() -> np.ndarray:
     sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
     char_ends = np.cumsum(np.concatenate([[0], sizes]))
     offsets = char_ends[np.concatenate([[0], np.cumsum(lengths)])]
-    strings = pa.Array.from_buffers(
-        STRING, len(sources), [None, pa.py_buffer(offsets), pa.py_buffer(texts.encode())]
-    )
-    lowered = pc.utf8_lower(strings)
-    n_out = np.frombuffer(lowered.buffers()[1], np.int64, len(sources) + 1)
-    data = np.frombuffer(lowered.buffers()[2], np.uint8, int(n_out[-1]))
+    lowered = pc.utf8_lower(string_array(offsets, texts.encode(), STRING))
+    n_out, data = string_parts(lowered)
     data = np.concatenate([data, np.zeros(8, np.uint8)]).astype(np.uint64)
     start, count = n_out[:-1], np.diff(n_out)
     packed = np.zeros(len(sources), np.uint64)
