@@ -108,16 +108,24 @@ def test_every_kernel_loads_its_cache_without_a_context_refresh():
     assert plain == []
 
 
-def test_fmt004_audit_does_not_import_pandas(tmp_path):
-    """FMT004 reads token columns through the buffers (null rows, lengths, flattened ids, the
-    rows' take), not ``to_numpy``, ``fill_null`` with a Python int or ``pa.array`` of numpy
+@pytest.mark.parametrize(
+    ("fixture", "select", "found"),
+    [
+        ("chat_tokenized", "FMT004", {"FMT004": "warn"}),
+        ("chat_tools", "FMT", {"FMT001": "warn", "FMT002": "warn", "FMT003": "warn"}),
+    ],
+)
+def test_format_audits_do_not_import_pandas(tmp_path, fixture, select, found):
+    """FMT004 reads token columns, and the chat_turns feature of FMT001-003 the messages' lengths,
+    validity and tool calls, through the buffers (``fixed``, ``bools``, ``take``), not
+    ``to_numpy``, ``fill_null`` or ``equal`` with a Python scalar or ``pa.array`` of numpy
     positions, each of which made pyarrow import pandas (~0.3-0.7 s a process)."""
     from tests import FIXTURES
 
     pytest.importorskip("pandas")
-    argv = ["audit", str(FIXTURES / "chat_tokenized"), "--select", "FMT004", "--no-progress"]
+    argv = ["audit", str(FIXTURES / fixture), "--select", select, "--no-progress", "-q"]
     out = tmp_path / "report.json"
-    loaded = _modules_at_exit([*argv, "-q", "--json", str(out)], tmp_path / "modules.json")
+    loaded = _modules_at_exit([*argv, "--json", str(out)], tmp_path / "modules.json")
     assert "pandas" not in loaded
     status = {r["code"]: r["status"] for r in json.loads(out.read_text())["results"]}
-    assert status["FMT004"] == "warn"  # the fixture's planted loss-mask bugs: its checks ran
+    assert {code: status[code] for code in found} == found  # the planted issues: the checks ran

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import one_chunk
+from .arrays import bools, fixed, one_chunk, take
 from .base import Batch, register_feature
 
 OK = "ok"
@@ -66,13 +66,14 @@ def _columnar(col: pa.Array) -> ChatTurns | None:
     if not _is_text(roles) or not (_is_text(contents) or pa.types.is_null(contents.type)):
         return None
     n = len(col)
-    lengths = np.asarray(pc.fill_null(pc.list_value_length(col), 0), dtype=np.int64)
+    lengths = fixed(pc.list_value_length(col), null=0).astype(np.int64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    valid = np.asarray(col.is_valid(), dtype=bool)
+    valid = bools(col.is_valid())
     status: list[str | None] = [OK if v else None for v in valid]
     role_list = roles.to_pylist()
-    bad = np.asarray(pc.or_(flat.is_null(), pc.fill_null(pc.equal(roles, ""), True)), dtype=bool)
+    # a null turn, a null role or an empty one (no bytes)
+    bad = bools(flat.is_null()) | (fixed(pc.binary_length(roles), null=0) == 0)
     for turn in np.flatnonzero(bad):
         row = int(np.searchsorted(offsets, turn, side="right") - 1)
         if status[row] == OK:
@@ -85,14 +86,13 @@ def _columnar(col: pa.Array) -> ChatTurns | None:
     if flat.type.get_field_index("tool_calls") >= 0:
         tc = flat.field("tool_calls")
         if pa.types.is_list(tc.type) or pa.types.is_large_list(tc.type):
-            has = np.asarray(pc.fill_null(pc.greater(pc.list_value_length(tc), 0), False), bool)
-            idx = np.flatnonzero(has)
-            for i, value in zip(idx, tc.take(pa.array(idx)).to_pylist()):
+            idx = np.flatnonzero(fixed(pc.list_value_length(tc), null=0) > 0)
+            for i, value in zip(idx, take(tc, idx).to_pylist()):
                 calls[int(i)] = value
     if flat.type.get_field_index("function_call") >= 0:
         fc = flat.field("function_call")
-        idx = np.flatnonzero(np.asarray(fc.is_valid(), dtype=bool))
-        for i, value in zip(idx, fc.take(pa.array(idx)).to_pylist()):
+        idx = np.flatnonzero(bools(fc.is_valid()))
+        for i, value in zip(idx, take(fc, idx).to_pylist()):
             if calls[int(i)] is None:
                 calls[int(i)] = value
     if flat.type.get_field_index("tool_call_id") >= 0:
