@@ -129,3 +129,22 @@ def test_float_labels_and_list_ids_do_not_import_pandas():
         "['1.0', None, '2.5', '1.0'] ['float', 'null', 'float', 'float'] large_string "
         "['[0]', '[]', '[3]'] False"
     ), out
+
+
+def test_chunked_arrays_without_chunks_do_not_import_pandas():
+    """A ChunkedArray with no chunks (an empty table's column) goes through ``one_chunk``, not
+    ``combine_chunks``, whose empty array ``pa.array([])`` imports pandas: the JSON text of
+    nested cells, the text views and the tokenizable text."""
+    code = (
+        "import sys\n"
+        "import pyarrow as pa\n"
+        "from dataaudit._json_text import json_texts\n"
+        "from dataaudit.features.normalize import tokenizable_array\n"
+        "from dataaudit.features.text import _as_text\n"
+        "none = pa.chunked_array([], pa.large_string())\n"
+        "nested = pa.chunked_array([], pa.list_(pa.int64()))\n"
+        "got = [json_texts(nested), tokenizable_array(none), _as_text(none)]\n"
+        "print([(str(a.type), len(a)) for a in got], 'pandas' in sys.modules)\n"
+    )
+    out = _fresh(code)
+    assert out == "[('large_string', 0), ('large_string', 0), ('large_string', 0)] False", out
