@@ -142,28 +142,23 @@ class TokenizerHandle:
         return ids, lengths, None
 
     def _encode_words(self, texts: Any) -> tuple[np.ndarray, np.ndarray, WordNames | None]:
-        import pyarrow as pa
         import pyarrow.compute as pc
         import xxhash
 
+        from .._arrow import fixed, one_chunk, take
+
         trimmed = pc.utf8_trim_whitespace(texts)
         words = pc.utf8_split_whitespace(trimmed)
-        lengths = np.asarray(
-            pc.fill_null(pc.list_value_length(words), -1).to_numpy(zero_copy_only=False),
-            dtype=np.int64,
-        )
+        # through buffers: fill_null / equal with a Python scalar and to_numpy import pandas
+        lengths = fixed(pc.list_value_length(words), null=-1).astype(np.int64)
         flat = pc.list_flatten(words)
-        empty = np.asarray(
-            pc.fill_null(pc.equal(trimmed, ""), False).to_numpy(zero_copy_only=False), dtype=bool
-        )
+        empty = fixed(pc.binary_length(trimmed), null=-1) == 0
         if empty.any():  # "" splits into one empty word
             lengths[empty] = 0
-            flat = flat.filter(pc.not_equal(flat, ""))
+            flat = take(flat, np.flatnonzero(fixed(pc.binary_length(flat)) > 0))
         if len(flat) == 0:
             return np.zeros(0, np.uint32), lengths, None
-        enc = pc.dictionary_encode(flat)
-        if isinstance(enc, pa.ChunkedArray):
-            enc = enc.combine_chunks()
+        enc = one_chunk(pc.dictionary_encode(flat))
         uniques = enc.dictionary.to_pylist()
         h = xxhash.xxh3_64_intdigest
         buckets = np.fromiter(
@@ -171,7 +166,7 @@ class TokenizerHandle:
             np.uint32,
             len(uniques),
         )
-        indices = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        indices = fixed(enc.indices).astype(np.int64)
         return buckets[indices], lengths, (buckets, uniques)
 
 

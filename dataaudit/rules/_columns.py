@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import take
 from ..features import Batch
 from ..memory import concatenate
 from ..sketches.minhash import EMPTY_HASH, NULL_HASH
@@ -42,7 +43,7 @@ def texts(parts: list[pa.Array], idx: np.ndarray) -> list[str | None]:
     if not len(idx):
         return []
     joined = pa.chunked_array(parts, pa.large_string())
-    return joined.take(pa.array(np.asarray(idx, np.int64))).to_pylist()
+    return take(joined, idx).to_pylist()  # pa.array of positions imports pandas
 
 
 def row_columns(batch: Batch, chars: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._arrow import bools, take
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Coverage, Direction, Finding, RuleResult, Severity
@@ -157,14 +158,14 @@ class DomainShift(DriftRule):
         sample = state["splits"].at(batch.split)
         state["kinds"][batch.split] = batch.kind
         text = batch.text
-        idx = np.flatnonzero(text.is_valid().to_numpy(zero_copy_only=False))  # nulls: no text
+        idx = np.flatnonzero(bools(text.is_valid()))  # nulls: no text (to_numpy imports pandas)
         rows = batch.row_ids[idx]
         state["seen"][batch.split] = state["seen"].get(batch.split, 0) + int(idx.size)
         # keyed by content, not position: the same rows in another order are the same sample
         content = batch.feature("normalized_hash")[idx]
 
         def items(cand: np.ndarray) -> list[str]:
-            return [t[:_KEEP_CHARS] for t in text.take(idx[cand]).to_pylist()]
+            return [t[:_KEEP_CHARS] for t in take(text, idx[cand]).to_pylist()]
 
         sample.offer(batch.split, rows, splitmix64(_sample_state(state["seed"]), content), items)
         return state
