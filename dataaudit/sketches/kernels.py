@@ -636,8 +636,7 @@ def _emit(h, r, k, sig, values, o, top):
     if k > 0:
         b = ((h >> U64(32)) * U64(k)) >> U64(32)
         v = np.uint32(min(h & U64(0xFFFFFFFF), top))
-        if v < sig[r, b]:
-            sig[r, b] = v
+        sig[r, b] = min(v, sig[r, b])  # a store each time, no branch to mispredict
 
 
 @kernel(inline="always")
@@ -685,25 +684,46 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
         ww = U64(0)
         wshift = U64(0)
         wn = 0
-        while i <= end:
+        while not char and i < end:  # word tokens, a word at a time (ASCII bytes inline)
+            b = buf[i]
+            if b < 0x80 and SEPARATOR[b]:
+                i += 1
+                continue
+            wh = U64(0)
+            ww = U64(0)
+            wshift = U64(0)
+            wn = 0
+            while True:
+                if b < 0x80:
+                    wh, ww, wshift = _feed(wh, ww, wshift, U64(LOWER[b]))
+                    wn += 1
+                    i += 1
+                else:
+                    packed, n, step = _char(buf, i, end, is_raw, table)
+                    for q in range(n):
+                        wh, ww, wshift = _feed(wh, ww, wshift, (packed >> U64(8 * q)) & U64(0xFF))
+                    wn += n
+                    i += step
+                if i >= end:
+                    break
+                b = buf[i]
+                if b < 0x80 and SEPARATOR[b]:
+                    break
+            wt = _mix(wh ^ ww ^ (U64(wn) << U64(56)) ^ TOKEN_SEED)
+            rowh = _mix(rowh ^ wt)
+            words += 1
+            acc, p, c, o = _roll(wt, acc, ring, p, c, o, ngram, gn, seed_mix,
+                                 r, k, sig, values, top)  # fmt: skip
+        while char and i <= end:  # char rows: a token per code point, the key from words
             if i == end or (buf[i] < 0x80 and SEPARATOR[buf[i]]):
                 if wn > 0:
                     wt = _mix(wh ^ ww ^ (U64(wn) << U64(56)) ^ TOKEN_SEED)
                     rowh = _mix(rowh ^ wt)
                     words += 1
-                    if not char:  # a word token
-                        acc, p, c, o = _roll(wt, acc, ring, p, c, o, ngram, gn, seed_mix,
-                                             r, k, sig, values, top)  # fmt: skip
                     wh = U64(0)
                     ww = U64(0)
                     wshift = U64(0)
                     wn = 0
-                i += 1
-                continue
-            b = buf[i]
-            if b < 0x80 and not char:  # the common case: an ASCII byte of a word
-                wh, ww, wshift = _feed(wh, ww, wshift, U64(LOWER[b]))
-                wn += 1
                 i += 1
                 continue
             packed, n, step = _char(buf, i, end, is_raw, table)
@@ -712,7 +732,7 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
             wn += n
             i += step
             pos = 0
-            while char and pos < n:  # a character token per code point
+            while pos < n:  # a character token per code point
                 width = _width(np.int64((packed >> U64(8 * pos)) & U64(0xFF)))
                 _, one = _decode_packed(packed, pos, width)
                 pos += width
