@@ -308,6 +308,23 @@ def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkey
         assert (one.text_hashes == two.text_hashes).all()
 
 
+def test_a_worker_process_sketches_on_one_thread():
+    """The parallel engine runs one spawned worker per core: a worker splitting its batches
+    across two threads of its own would only contend for the same cores (issue 13)."""
+    import multiprocessing as mp
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dataaudit.sketches import minhash
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: the fused pass never splits a batch")
+    big = minhash.THREAD_ROWS
+    assert len(minhash._ranges(big)) == 2
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        assert pool.submit(minhash._ranges, big).result() == [(0, big)]
+
+
 def test_the_fused_sketch_does_not_import_pandas():
     """pyarrow imports pandas on its first to_numpy(), pa.array() or Python scalar (~0.3 s a
     process, and a worker process sketches nothing else): the pass builds what it needs from
