@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
+from ..._arrow import one_chunk, strings, take
 from ...context import AuditContext
 from ...features import Batch
 from ...features.minhash import ngram_hashes, words_only
@@ -37,12 +38,12 @@ def _pack(text: pa.Array) -> bytes:
 
 
 def _unpack(blob: bytes) -> pa.Array:
-    return pa.ipc.open_stream(blob).read_all().column(0).combine_chunks()
+    return one_chunk(pa.ipc.open_stream(blob).read_all().column(0))
 
 
 def _span(text: str, positions: list[int], n: int, limit: int = 400) -> tuple[str, int]:
     """The longest run of consecutive matched n-gram positions as words, and its length."""
-    words = words_only(pa.array([text], pa.large_string()))[0].as_py().split()
+    words = words_only(strings([text]))[0].as_py().split()
     positions = sorted(set(positions))
     best = (positions[0], positions[0])
     start = prev = positions[0]
@@ -423,9 +424,7 @@ class NgramContamination(Rule):
                 )
             out["bad"].append(offset + bad)
             out["spans"].append(_longest_runs(hit, sh.row, len(norm))[bad] + n - 1)
-            out["ids"].extend(
-                [None] * len(bad) if ids is None else ids.take(pa.array(bad)).to_pylist()
-            )
+            out["ids"].extend([None] * len(bad) if ids is None else take(ids, bad).to_pylist())
             for r in bad[: max(0, shown_max - len(out["examples"]))]:
                 pos = np.flatnonzero(hit[first[r] : first[r + 1]]).tolist()
                 span, words = _span(norm[int(r)].as_py(), pos, n)
