@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
+from ..._arrow import take
 from ...features import Batch
 from ...sketches.hashing import GOLDEN
 from ...sketches.sampling import BottomK, row_keys
@@ -56,7 +57,7 @@ def offer(
 
     def items(cand: np.ndarray) -> list[tuple[str, str, str | None, int]]:
         at = idx[cand]
-        texts = batch.feature(view, **(view_params or {})).take(at).to_pylist()
+        texts = take(batch.feature(view, **(view_params or {})), at).to_pylist()
         ids = ids_at(batch, at) or [None] * len(at)
         groups = batch.feature("normalized_hash", view="input_text")[at].tolist()
         return [
