@@ -150,7 +150,7 @@ def _build(
                 typed = None
         if typed is None and _without_pa_array(len(values)):
             typed = _plain_column(values)
-        if typed is None:
+        if typed is None and not _text_and_other(values):
             try:
                 typed = pa.array(values)
             except _ARROW_ERRORS:
@@ -164,9 +164,9 @@ def _build(
             None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
             for v in values
         ]
-        arrays.append(pa.array(as_text, type=pa.string()))
+        arrays.append(strings(as_text, pa.string()))
         fields.append(name)
-        arrays.append(pa.array([None if k in (None, "string") else k for k in kinds], pa.string()))
+        arrays.append(strings([None if k in (None, "string") else k for k in kinds], pa.string()))
         fields.append(TYPE_MARKER_PREFIX + name)
     if not fields:
         return pa.RecordBatch.from_pydict({})
@@ -221,6 +221,19 @@ def _plain_column(values: list[Any]) -> pa.Array | None:
         return None
     buffers = [None if valid is None else _bitmap(valid), pa.py_buffer(data)]
     return pa.Array.from_buffers(_PLAIN[kind], len(values), buffers)
+
+
+#: the other JSON types: ``pa.array`` rejects a column mixing str with any of them
+_JSON_OTHER = frozenset({int, float, bool, dict, list})
+
+
+def _text_and_other(values: list[Any]) -> bool:
+    """Whether the column mixes str with other JSON types (only those): ``pa.array`` rejects
+    every such mix whatever comes first, and its first call imports pandas, so the column goes
+    straight to its text form."""
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    return str in kinds and len(kinds) > 1 and kinds - {str} <= _JSON_OTHER
 
 
 def _bitmap(valid: np.ndarray) -> pa.Buffer:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .._arrow import validity
 from ..rule import TYPE_MARKER_PREFIX, Severity
 from .arrow import check_names, plain_batch
 from .roles import detect_roles
@@ -25,7 +26,11 @@ def first_valid(rb: pa.RecordBatch) -> Callable[[str], int]:
 
     def first(name: str) -> int:
         col = rb.column(rb.schema.get_field_index(name))
-        return pc.index(pc.is_valid(col), True).as_py()
+        valid = validity(col)  # not pc.index(..., True): its Python scalar imports pandas
+        if valid is None:
+            return 0 if len(col) else -1
+        hits = np.flatnonzero(valid)
+        return int(hits[0]) if hits.size else -1
 
     return first
 
