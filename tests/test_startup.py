@@ -46,10 +46,11 @@ NOT_FOR_DUP002 = {
 }
 
 
-def _modules_at_exit(argv: list[str], out: Path) -> set[str]:
-    """``dataaudit *argv`` in a fresh process; the modules loaded when it exits."""
+def _modules_at_exit(argv: list[str], out: Path, prelude: str = "") -> set[str]:
+    """``dataaudit *argv`` in a fresh process (``prelude``: code run first); the modules loaded
+    when it exits."""
     code = (
-        "import atexit, json, runpy, sys\n"
+        prelude + "import atexit, json, runpy, sys\n"
         f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
         f"sys.argv = {['dataaudit', *argv]!r}\n"
         "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
@@ -129,3 +130,54 @@ def test_format_audits_do_not_import_pandas(tmp_path, fixture, select, found):
     assert "pandas" not in loaded
     status = {r["code"]: r["status"] for r in json.loads(out.read_text())["results"]}
     assert {code: status[code] for code in found} == found  # the planted issues: the checks ran
+
+
+#: scikit-learn imports pandas, if installed, as soon as it is imported (sklearn.utils.fixes) and
+#: works without it: refused to sklearn alone, pandas then shows any other importer (pyarrow
+#: conversions the rules or the inputs make)
+_NO_PANDAS_FOR_SKLEARN = """
+import importlib.abc, sys
+class _NoPandasForSklearn(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "pandas":
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+                frame = frame.f_back
+            if frame is not None and "sklearn" in frame.f_code.co_filename:
+                raise ImportError("pandas is refused to sklearn here")
+        return None
+sys.meta_path.insert(0, _NoPandasForSklearn())
+"""
+
+
+@pytest.mark.parametrize(
+    ("fixture", "extra", "found"),
+    [
+        ("chat_sft", [], {"LEAK001": "fail", "LEAK002": "warn", "DUP002": "warn"}),
+        (
+            "classification",
+            ["--html", "{tmp}/r.html", "--flags", "{tmp}/f.jsonl"],
+            {"LBL001": "warn", "LEAK001": "fail", "LEN003": "fail", "MIX001": "warn"},
+        ),
+        ("classification.parquet", [], {"LBL001": "warn", "LBL003": "warn", "DUP002": "warn"}),
+    ],
+)
+def test_default_audits_of_the_fixtures_do_not_import_pandas(tmp_path, fixture, extra, found):
+    """The default pack on the main fixtures (classification as the README's first command,
+    with its HTML and flags) imports pandas only through scikit-learn: LEAK002's ids and spans
+    (``take``, ``strings``), LBL's sample (``take``), a JSONL text column holding a number
+    (``strings``, no ``pa.array`` that would fail) and the corpus shape's first valid row
+    (``validity``, not ``pc.index`` with a Python scalar) made pyarrow import it (~0.26 CPU-s
+    a process)."""
+    from tests import FIXTURES
+
+    pytest.importorskip("pandas")
+    out = tmp_path / "report.json"
+    argv = ["audit", str(FIXTURES / fixture), "--json", str(out), "--no-progress", "-q"]
+    argv += [a.format(tmp=tmp_path) for a in extra]
+    loaded = _modules_at_exit(argv, tmp_path / "modules.json", _NO_PANDAS_FOR_SKLEARN)
+    assert "pandas" not in loaded
+    status = {r["code"]: r["status"] for r in json.loads(out.read_text())["results"]}
+    assert {code: status[code] for code in found} == found  # the planted issues: the rules ran
+    for name in ("r.html", "f.jsonl") if extra else ():
+        assert (tmp_path / name).stat().st_size > 0
