@@ -193,14 +193,21 @@ def _without_pa_array(n: int) -> bool:
 #: the Arrow type ``pa.array`` gives a column of one Python scalar type (and None)
 _PLAIN = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 _NUMPY = {int: np.int64, float: np.float64}
+#: the largest int a double holds exactly: ``pa.array`` of ints and floats rejects a larger one
+_EXACT_INT = 2**53
 
 
 def _plain_column(values: list[Any]) -> pa.Array | None:
     """``pa.array(values)`` for a column of one plain type (str, int, float or bool, and
-    None), built from buffers; None for any other column (``pa.array`` types it): a list of
-    records of texts and labels needs none of what pandas brings."""
+    None; ints and floats together are doubles), built from buffers; None for any other
+    column (``pa.array`` types it): a list of records of texts and labels needs none of what
+    pandas brings."""
     kinds = set(map(type, values))
     kinds.discard(type(None))
+    if kinds == {int, float}:  # pa.array's doubles, while every int is exactly a double
+        if any(type(v) is int and abs(v) > _EXACT_INT for v in values):
+            return None  # pa.array rejects it, as it would here
+        kinds = {float}
     if len(kinds) != 1:
         return None
     kind = kinds.pop()

@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from dataaudit.inputs.records import _plain_column, records_to_batch
+from dataaudit.inputs.records import _plain_column, _text_and_other, records_to_batch
 
 
 def _same(got: pa.Array, want: pa.Array) -> bool:
@@ -31,6 +31,8 @@ def _column(rng: random.Random) -> list:
         [0, 1, -5, 2**63 - 1, -(2**63)],
         [0.0, -1.5, 1e300, float("nan"), float("inf")],
         [True, False],
+        [0, 7, -(2**53), 2**53, 0.5, -0.0, float("nan")],  # ints and floats: doubles
+        [{"a": 1}, [1], "x"],
     ]
     pool = rng.choice(pools)
     if rng.random() < 0.2:
@@ -51,12 +53,33 @@ def test_plain_columns_are_what_pa_array_makes():
     assert built > 250  # most columns took the buffers path
 
 
+def test_ints_and_floats_are_built_as_doubles():
+    values = [1, None, 2.5, -(2**53), float("nan"), 2**53, -0.0]
+    got = _plain_column(values)
+    assert got is not None and _same(got, pa.array(values))
+
+
 @pytest.mark.parametrize(
     "values",
-    [[None, None], [], [1, 2.0], [1, True], [2**63], ["a", 1], [b"x"], [{"a": 1}], [[1]]],
+    [[None, None], [], [1, True], [2**53 + 1, 0.5], [2**63], ["a", 1], [b"x"], [{"a": 1}], [[1]]],
 )
 def test_other_columns_are_left_to_pa_array(values):
     assert _plain_column(values) is None
+
+
+def test_text_mixed_with_other_json_types_is_what_pa_array_rejects():
+    """Such a column skips pa.array (its first call imports pandas) for its text form: only
+    when pa.array would reject it."""
+    rng = random.Random(5)
+    mixed = 0
+    for _ in range(500):
+        values = _column(rng)
+        if not _text_and_other(values):
+            continue
+        mixed += 1
+        with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)):
+            pa.array(values)
+    assert mixed > 20
 
 
 def test_a_lone_surrogate_is_still_repaired():
