@@ -234,7 +234,7 @@ def _warm_up(path: str) -> None:
     import pyarrow.parquet as pq
 
     import dataaudit
-    from dataaudit.features.arrays import strings
+    from dataaudit._arrow import strings
 
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / ("warm" + Path(path).suffix)

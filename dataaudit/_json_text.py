@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .features.arrays import one_chunk, string_parts, strings
+from ._arrow import one_chunk, string_parts, strings
 
 __all__ = ["json_texts"]
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from ._arrow import string_parts, validity
 from ._json_text import json_texts
-from .features.arrays import string_parts, validity
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
 

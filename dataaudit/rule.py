@@ -286,7 +286,7 @@ class FlagColumns:
         while the report waits for the other rules, ~10-20 bytes instead of a Python object."""
         import pyarrow as pa
 
-        from .features.arrays import strings  # (pa.array of a list imports pandas)
+        from ._arrow import strings  # (pa.array of a list imports pandas)
 
         out = FlagColumns(*(getattr(self, n) for n in FLAG_FIELDS))
         for name in ("split", "group", "detail", "action", "severity", "id"):
@@ -337,7 +337,7 @@ def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool 
         if cast and value.dtype.kind in "iu":
             return value.astype(np.int64, copy=False)  # written as text in the report
         if value.dtype.kind == "U":  # (pa.array of a numpy str array is slow, imports pandas)
-            from .features.arrays import strings
+            from ._arrow import strings
 
             array = strings(value.tolist(), pa.string())
             # a text field (np.where of labels) has few distinct values: a dictionary

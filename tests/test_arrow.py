@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from dataaudit import _arrow
-from dataaudit.features import arrays
+from tests._fresh import run_python
 from tests.rules.test_layering import PACKAGE, imported_modules, module_name
 
 
@@ -28,13 +25,6 @@ def test_the_sketches_do_not_import_the_features():
         names = imported_modules(path.read_text(encoding="utf-8"), module_name(path))
         bad[path.name] = sorted(n for n in names if n.startswith("dataaudit.features"))
     assert {k: v for k, v in bad.items() if v} == {}
-
-
-def test_features_arrays_is_the_same_code():
-    """One implementation: the features layer's names are the neutral module's functions."""
-    assert arrays.__all__ == _arrow.__all__
-    for name in arrays.__all__:
-        assert getattr(arrays, name) is getattr(_arrow, name), name
 
 
 def test_string_array_is_the_inverse_of_string_parts():
@@ -95,6 +85,4 @@ def test_no_chunks_do_not_import_pandas():
         "empty = pa.chunked_array([], pa.large_string())\n"
         "print(len(one_chunk(empty)), validity(empty), len(take(empty, [])), 'pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "0 None 0 False"
+    assert run_python(code) == "0 None 0 False"

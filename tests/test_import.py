@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from tests import ROOT
+from tests._fresh import run_python
 
 
 @pytest.mark.slow
@@ -18,8 +18,7 @@ def test_import_does_not_load_heavy_dependencies():
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'pyarrow','polars','datasets','sklearn','numpy','tokenizers','datasketch','great_expectations','jsonschema','pandas','numba','llvmlite','scipy','upath','fsspec','huggingface_hub','tqdm'})))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    assert json.loads(run_python(code)) == []
 
 
 def test_public_api():

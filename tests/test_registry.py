@@ -4,10 +4,9 @@ the selected rules' modules."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from dataaudit.registry import BUILTIN, Builtin, _walk_builtin, load_rules, select_rules
+from tests._fresh import run_python
 
 
 def _row(cls: type) -> Builtin:
@@ -37,9 +36,7 @@ def test_selection_imports_only_the_selected_rule_modules():
         "print(json.dumps([[r.code for r, _ in built],\n"
         "                  sorted(m for m in sys.modules if m.startswith('dataaudit.rules.'))]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    codes, modules = json.loads(out.stdout)
+    codes, modules = json.loads(run_python(code))
     assert codes == ["DUP002", "INPUT001"]  # INPUT001 runs in every audit
     packages = {m.split(".")[2] for m in modules}  # shared helpers are _modules
     assert sorted(p for p in packages if not p.startswith("_")) == ["duplicates", "input"]

@@ -22,7 +22,7 @@ from dataaudit.sketches import kernels, xxh3
 #: refresh imports (a cached kernel needs none, see kernels._lean_cache_load), SciPy's
 #: linear algebra, the optional integrations and report formats nobody asked for, other rules
 NOT_FOR_DUP002 = {
-    "pandas",  # pyarrow imports it for pa.array of numpy data; features.arrays builds from buffers
+    "pandas",  # pyarrow imports it for pa.array of numpy data; dataaudit._arrow builds from buffers
     "cffi",
     "pycparser",
     "scipy",  # numba imports it only to check its version (kernels._absent)

@@ -80,7 +80,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..features.arrays import fixed, indices, mask_array, numeric_array, strings
+from .._arrow import fixed, indices, mask_array, numeric_array, strings
 from .state import RULE_FAILURES, RuleRun, error_message
 
 __all__ = [

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, fixed, one_chunk, take
+from .._arrow import bools, fixed, one_chunk, take
 from .base import Batch, register_feature
 
 OK = "ok"

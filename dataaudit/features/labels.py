@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import nulls_like, one_chunk
+from .._arrow import nulls_like, one_chunk
 from .base import Batch, register_feature
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, mask_array, nulls_like, one_chunk, string_array, string_parts, strings
+from .._arrow import bools, mask_array, nulls_like, one_chunk, string_array, string_parts, strings
 
 STRING = pa.large_string()
 

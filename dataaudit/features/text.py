@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import nulls_like, one_chunk, strings
+from .._arrow import nulls_like, one_chunk, strings
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
 from .textscan import blank_mask

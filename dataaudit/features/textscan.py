@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrays import bools, fixed, string_parts, take, validity
+from .._arrow import bools, fixed, string_parts, take, validity
 from .base import Batch, register_feature
 
 __all__ = ["TextScan", "blank_mask", "scan_text"]

@@ -64,7 +64,7 @@ def flag_table(outcomes: list[RuleOutcome]) -> FlagTable:
     object or a row of strings per flag is what made the driver's peak grow with the corpus."""
     import numpy as np
 
-    from ..features.arrays import take
+    from .._arrow import take
     from ..rule import Flags
 
     coded: dict[str, list[tuple[list[Any], Any]]] = {name: [] for name in DICT_COLUMNS}
@@ -116,7 +116,7 @@ def _sorted_unique(
     duplicate is a flag equal to the one before it in every column."""
     import numpy as np
 
-    from ..features.arrays import take
+    from .._arrow import take
 
     first = [ranks["split"], row, ranks["code"]]
     order = np.lexsort(first[::-1])
@@ -161,7 +161,7 @@ def _coded(value: Any, n: int, null: str | None = None) -> tuple[list[Any], Any]
     import numpy as np
     import pyarrow as pa
 
-    from ..features.arrays import fixed, strings
+    from .._arrow import fixed, strings
 
     if value is None or isinstance(value, str):
         return [null if value is None else value], np.zeros(n, np.int32)
@@ -212,7 +212,7 @@ def _text(value: Any, n: int) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
-    from ..features.arrays import numeric_array, strings, take
+    from .._arrow import numeric_array, strings, take
 
     if value is None:
         return pa.nulls(n, pa.large_string())
@@ -236,7 +236,7 @@ def _text_ranks(array: pa.ChunkedArray) -> Any:
     import numpy as np
     import pyarrow.compute as pc
 
-    from ..features.arrays import fixed, validity
+    from .._arrow import fixed, validity
 
     if not len(array):
         return np.zeros(0, np.int64)
@@ -257,7 +257,7 @@ def _bounded_text(array: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..features.arrays import fixed, mask_array, strings, take
+    from .._arrow import fixed, mask_array, strings, take
 
     if not len(array):
         return array

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import indices, one_chunk, strings, take
 from ..features import Batch
-from ..features.arrays import indices, one_chunk, strings, take
 
 
 def id_column(batch: Batch) -> pa.Array | None:

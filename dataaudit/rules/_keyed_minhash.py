@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..features.arrays import indices
+from .._arrow import indices
 from ..sketches.lsh import signature_keys
 from ..sketches.minhash import ShingleSets
 

@@ -2,18 +2,17 @@
 
 pyarrow imports pandas (0.25-0.7 s of a process) on its first ``pa.array``, ``pa.scalar`` or
 compute call given a Python scalar when pandas is installed; dataaudit builds those arrays from
-buffers instead (``features/arrays.py``). Each check runs in a fresh process.
+buffers instead (``dataaudit/_arrow.py``). Each check runs in a fresh process.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from dataaudit.features.arrays import mask_array, nulls_like, numeric_array, strings
+from dataaudit._arrow import mask_array, nulls_like, numeric_array, strings
+from tests._fresh import run_python
 
 pytest.importorskip("pandas")
 
@@ -29,12 +28,6 @@ _CHATS = [
 ]
 
 
-def _fresh(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip()
-
-
 def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
     """A chat JSON Lines file (nested records: its first record is not peeked, its first batch
     types the columns), its content hash, its text views, normalized and tokenizable text on non-ASCII rows with
@@ -47,7 +40,7 @@ def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
         "import pyarrow as pa\n"
         "from dataaudit.corpus import load_corpus\n"
         "from dataaudit.features import Batch\n"
-        "from dataaudit.features.arrays import strings\n"
+        "from dataaudit._arrow import strings\n"
         "from dataaudit.identity import row_hashes\n"
         "from dataaudit.rule import Flags\n"
         f"corpus = load_corpus({str(folder)!r})\n"
@@ -70,7 +63,7 @@ def test_chat_jsonl_read_features_and_flags_do_not_import_pandas(tmp_path):
         "flags.compact()\n"
         "print(rows, got, 'pandas' in sys.modules)\n"
     )
-    out = _fresh(code)
+    out = run_python(code)
     assert out == "80 ['full,', None, 'école strasse', 'fi é', 'plain'] False", out
 
 
@@ -111,7 +104,7 @@ def test_float_labels_and_list_ids_do_not_import_pandas():
         "import numpy as np\n"
         "import pyarrow as pa\n"
         "from dataaudit.features import Batch\n"
-        "from dataaudit.features.arrays import numeric_array, strings\n"
+        "from dataaudit._arrow import numeric_array, strings\n"
         "from dataaudit.inputs.roles import Roles\n"
         "from dataaudit.rules._ids import id_column, ids_at\n"
         "labels = numeric_array(np.array([1.0, np.nan, 2.5, 1.0]))\n"
@@ -124,7 +117,7 @@ def test_float_labels_and_list_ids_do_not_import_pandas():
         "print(lab.values, lab.types, id_column(b).type, ids_at(b, [0, 1, 3]),\n"
         "      'pandas' in sys.modules)\n"
     )
-    out = _fresh(code)
+    out = run_python(code)
     assert out == (
         "['1.0', None, '2.5', '1.0'] ['float', 'null', 'float', 'float'] large_string "
         "['[0]', '[]', '[3]'] False"
@@ -146,5 +139,5 @@ def test_chunked_arrays_without_chunks_do_not_import_pandas():
         "got = [json_texts(nested), tokenizable_array(none), _as_text(none)]\n"
         "print([(str(a.type), len(a)) for a in got], 'pandas' in sys.modules)\n"
     )
-    out = _fresh(code)
+    out = run_python(code)
     assert out == "[('large_string', 0), ('large_string', 0), ('large_string', 0)] False", out

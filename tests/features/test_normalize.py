@@ -121,7 +121,7 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
     itself."""
     import pyarrow.compute as pc
 
-    from dataaudit.features.arrays import strings
+    from dataaudit._arrow import strings
     from dataaudit.features.normalize import CASED_LIMIT, lower_table, tokenizable_array
     from dataaudit.sketches.kernels import RAW_LIMIT
 
@@ -147,7 +147,7 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
 
 
 def test_tokenizable_rows_equals_tokenizable_array_on_text_that_is_not_ascii():
-    from dataaudit.features.arrays import strings
+    from dataaudit._arrow import strings
     from dataaudit.features.normalize import tokenizable_array, tokenizable_rows
 
     rng = random.Random(2)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dataaudit.features.arrays import bools, fixed, take, validity
+from dataaudit._arrow import bools, fixed, take, validity
 from dataaudit.features.textscan import BLANK, CONTROL, blank_mask, scan_text
+from tests._fresh import run_python
 
 POOL = (
     [chr(c) for c in range(0x20, 0x7F)] * 6
@@ -136,5 +135,4 @@ def test_the_cheap_rules_do_not_import_pandas(tmp_path):
         "    assert r.results, r\n"
         "print('pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False", out.stderr
+    assert run_python(code) == "False"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
 import sys
 
 import pyarrow as pa
 import pytest
 
 from dataaudit.inputs.records import _plain_column, _text_and_other, records_to_batch
+from tests._fresh import run_python
 
 
 def _same(got: pa.Array, want: pa.Array) -> bool:
@@ -101,9 +101,7 @@ def test_auditing_records_does_not_import_pandas():
         "assert r.results, r\n"
         "print('pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "False", out.stderr[-3000:]
+    assert run_python(code) == "False"
 
 
 def test_past_a_million_values_pa_array_types_them(monkeypatch):

@@ -28,6 +28,7 @@ from dataaudit.sketches.minhash import (
     shingle_rows,
     text_hashes,
 )
+from tests._fresh import run_python
 
 M64 = (1 << 64) - 1
 
@@ -198,8 +199,6 @@ def test_the_session_warm_up_compiles_every_kernel(compiled_kernels):
 def _fresh_kernel_call(cache_dir: str) -> str:
     """count_tokens in a fresh process whose numba cache is ``cache_dir``; what it loaded."""
     import os
-    import subprocess
-    import sys
 
     code = (
         "import sys, numpy as np\n"
@@ -215,9 +214,7 @@ def _fresh_kernel_call(cache_dir: str) -> str:
         "print(sorted(m for m in ('cffi', 'numba.typed.typeddict') if m in sys.modules))\n"
     )
     env = os.environ | {"NUMBA_CACHE_DIR": cache_dir}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.strip()
+    return run_python(code, env=env)
 
 
 @pytest.mark.slow
@@ -329,12 +326,10 @@ def test_the_fused_sketch_does_not_import_pandas():
     """pyarrow imports pandas on its first to_numpy(), pa.array() or Python scalar (~0.3 s a
     process, and a worker process sketches nothing else): the pass builds what it needs from
     buffers, nulls and rows normalized in Python included."""
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
-        "from dataaudit.features.arrays import strings\n"
+        "from dataaudit._arrow import strings\n"
         "from dataaudit.features.normalize import lower_table, tokenizable_rows\n"
         "from dataaudit.sketches.minhash import sketch\n"
         "arr = strings(['Straße und schön', None, 'plain words here', 'Ｆｕｌｌ，', 'e\\u0301'])\n"
@@ -343,5 +338,4 @@ def test_the_fused_sketch_does_not_import_pandas():
         "assert 'pandas' not in sys.modules, 'pandas imported'\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert run_python(code) == "ok"

@@ -4,14 +4,12 @@ batch does not import pandas."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pyarrow as pa
 import pytest
 
 from dataaudit._arrow import strings
 from dataaudit.sketches.minhash import EMPTY_HASH, NULL_HASH, text_bytes, text_hashes
+from tests._fresh import run_python
 
 
 def test_an_all_null_column_hashes_as_nulls():
@@ -37,6 +35,4 @@ def test_the_script_probe_does_not_import_pandas():
         "rows = cjk_rows(strings(['plain', None, '日本語のテキストです', 'Ünïcödé']))\n"
         "print(rows.tolist(), 'pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "[False, False, True, False] False"
+    assert run_python(code) == "[False, False, True, False] False"

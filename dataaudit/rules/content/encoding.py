@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pyarrow.compute as pc
 
+from ..._arrow import bools, take
 from ...features import Batch
-from ...features.arrays import bools, take
 from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity
 

@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import numeric_array, strings
 from ...features import Batch
-from ...features.arrays import numeric_array, strings
 from .._ids import id_column
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import bools, fixed, indices, numeric_array
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import bools, fixed, indices, numeric_array
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.state import PerSplit
 from ...wording import plural

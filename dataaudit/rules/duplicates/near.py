@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import bools, fixed, indices, mask_array, numeric_array, strings
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import bools, fixed, indices, mask_array, numeric_array, strings
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, s_curve, signature_keys
 from ...sketches.minhash import empty_rows, jaccard_estimate, pair_jaccard

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import bools, fixed, nulls_to, one_chunk, take
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import bools, fixed, nulls_to, one_chunk, take
 from ...rowcheck import Category
 from ...rule import Direction, RuleResult, Severity
 from ...sketches.state import Additive, PerSplit

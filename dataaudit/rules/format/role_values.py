@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import bools, validity
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import bools, validity
 from ...features.text import ASSISTANT_ROLES
 from ...rowcheck import Category, RowCheckRule
 from ...rule import ROLE_NAMES, TEXT_ROLES, RuleResult, Severity

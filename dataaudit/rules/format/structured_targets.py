@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
+from ..._arrow import one_chunk
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import one_chunk
 from ...features.chat import OK
 from ...resources.schemas import (
     SchemaError,

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from ..._arrow import fixed, indices, mask_array, nulls_like, numeric_array
 from ...features import Batch
-from ...features.arrays import fixed, indices, mask_array, nulls_like, numeric_array
 from ...sketches.minhash import EMPTY_HASH
 from ...sketches.state import PerSplit
 from .._columns import SNIPPET_EXTRA, cat

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import numeric_array, strings
 from ...context import AuditContext
 from ...features import Batch
-from ...features.arrays import numeric_array, strings
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
 from ...sketches.lsh import choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard

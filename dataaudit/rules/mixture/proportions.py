@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
+from ..._arrow import fixed, one_chunk
 from ...context import AuditContext
 from ...errors import ConfigError
 from ...features import Batch
-from ...features.arrays import fixed, one_chunk
 from ...rule import Direction, Finding, RuleResult, Severity
 from ...sketches.histogram import DistinctCounter
 from ...sketches.state import PerSplit, merge_values

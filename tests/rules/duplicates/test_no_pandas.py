@@ -3,7 +3,7 @@
 pyarrow imports pandas (0.2-0.7 s of a process) on its first ``pa.array`` of a numpy array,
 ``pa.scalar``, ``to_numpy`` or compute call given a Python scalar when pandas is installed;
 the emit, edges, verification and finish of these rules and the engine's keyed stage build
-their arrays from buffers instead (``features/arrays.py``). Each check runs in a fresh
+their arrays from buffers instead (``dataaudit/_arrow.py``). Each check runs in a fresh
 process, the CLI as a user runs it.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
+
+from tests._fresh import run_python
 
 pytest.importorskip("pandas")
 
@@ -66,9 +66,7 @@ def test_duplicate_and_conflict_audit_does_not_import_pandas(tmp_path, workers):
         f"           '--flags', {str(tmp_path / 'f.parquet')!r}, '--no-progress', '-q'])\n"
         "print(rc, 'pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1] == "0 False", out.stdout
+    assert run_python(code).splitlines()[-1] == "0 False"
     report = json.loads((tmp_path / "r.json").read_text())
     status = {r["code"]: r["status"] for r in report["results"]}
     # the rules found what the corpus plants, so their finish paths ran

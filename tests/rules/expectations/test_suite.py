@@ -18,6 +18,7 @@ from dataaudit.errors import ConfigError
 from dataaudit.resources import expectations as gx_resource
 from dataaudit.resources.expectations import suite_from_report
 from tests import FIXTURES
+from tests._fresh import run_python
 
 CHAT = FIXTURES / "chat_sft"
 MISSING = {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "no_such_column"}}
@@ -211,16 +212,13 @@ def test_the_cli_runs_a_suite_and_the_gate_fails_on_a_missing_column(tmp_path, c
 
 @pytest.mark.slow
 def test_an_audit_without_a_suite_never_imports_great_expectations():
-    import subprocess
-    import sys
 
     code = (
         "import sys, dataaudit; "
         f"dataaudit.audit({str(FIXTURES / 'chat_tools')!r}, config='sft'); "
         "print('great_expectations' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert run_python(code) == "False"
 
 
 def test_gx_suite_keeps_the_train_label_set(ground_truth):

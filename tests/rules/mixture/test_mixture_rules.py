@@ -8,6 +8,7 @@ import pytest
 from dataaudit import audit
 from dataaudit.errors import ConfigError
 from tests import FIXTURES
+from tests._fresh import run_python
 
 CLS = FIXTURES / "classification"
 
@@ -72,8 +73,6 @@ def test_mix001_update_does_not_import_pandas():
     """MIX001's per-batch source codes come from the dictionary indices' buffers (``fixed``), not
     ``fill_null`` with a Python int and ``to_numpy``, which import pandas (~0.3-0.7 s a process).
     A fresh process; token lengths stand in for the tokenizer, whose own path is not this rule's."""
-    import subprocess
-    import sys
 
     pytest.importorskip("pandas")
     code = (
@@ -81,7 +80,7 @@ def test_mix001_update_does_not_import_pandas():
         "import numpy as np\n"
         "import pyarrow as pa\n"
         "from dataaudit.features import Batch\n"
-        "from dataaudit.features.arrays import strings\n"
+        "from dataaudit._arrow import strings\n"
         "from dataaudit.inputs.roles import Roles\n"
         "from dataaudit.rules.mixture.proportions import NO_SOURCE, MixtureProportions\n"
         "from dataaudit.sketches.state import PerSplit\n"
@@ -101,7 +100,6 @@ def test_mix001_update_does_not_import_pandas():
         "print(sorted((k, v['rows'], v['tokens'], v['texts']) for k, v in got.items()),\n"
         "      NO_SOURCE in got, 'pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
+    got = run_python(code)
     want = "[('(no source)', 2, 4, 2), ('books', 1, 5, 0), ('web', 2, 9, 2)] True False"
-    assert out.stdout.strip() == want, out.stdout
+    assert got == want
