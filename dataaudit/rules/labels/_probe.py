@@ -12,9 +12,8 @@ are always in one fold, so no row is scored by a model that saw its twin (a dupl
 a wrong label would otherwise vouch for itself). Rows beyond the training sample are scored by
 the fold model that left out their group (none of the fold models saw a row outside the
 sample), so every row can be scored and flagged, not only the sampled ones. The cost is the
-fold models' fits (one-vs-rest, one class per core, the folds' classes in one pool so the cores
-do not idle between folds); the scored rows cost little: each distinct text is vectorized and
-predicted once per fold, however often it recurs.
+fold models' fits (one-vs-rest, one class per core); the scored rows cost little: each distinct
+text is vectorized and predicted once per fold, however often it recurs.
 
 Confident learning (Northcutt, Jiang & Chuang, JAIR 2021): a per-class threshold ``t_j`` =
 mean predicted probability of class j over rows labeled j; a row labeled i "confidently belongs"
@@ -31,9 +30,6 @@ import os
 import re
 import warnings
 from collections import Counter, OrderedDict
-from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -155,8 +151,8 @@ def group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> np.
 
 
 def _fit_threads() -> int:
-    """Threads for the fold fits, as the engine decides for the libraries' own pools: one
-    inside a worker process of the parallel engine (one worker per core already), at most
+    """Threads for the one-vs-rest fits, as the engine decides for the libraries' own pools:
+    one inside a worker process of the parallel engine (one worker per core already), at most
     ``OMP_NUM_THREADS`` when set (the engine sets it to cores / workers in its workers and to
     1 in Ray's tasks, which reserve one CPU each), else the machine's cores."""
     if multiprocessing.parent_process() is not None:
@@ -170,13 +166,12 @@ def _fit_threads() -> int:
 
 class _Model:
     """One fold's probe: predicts probabilities over all ``n_classes`` (0 for classes it did
-    not see in training). With a ``pool``, the fit runs there and ``predict`` waits for it."""
+    not see in training)."""
 
-    def __init__(self, x_train, y_train, n_classes: int, seed: int, pool: Executor | None = None):
+    def __init__(self, x_train, y_train, n_classes: int, seed: int):
         self.n_classes = n_classes
         self.present = np.unique(y_train)
         self.model = None
-        self._pending: Callable[[], Any] | None = None
         if self.present.size > 1:
             from ._sgd import OvRLogistic
 
@@ -184,15 +179,9 @@ class _Model:
             # numbers (see _sgd); one-vs-rest, one class per thread: each class has its own
             # seed (drawn up front), so the model is the same for any number of threads
             self.model = OvRLogistic(alpha=1e-5, seed=seed, threads=_fit_threads())
-            if pool is None:
-                self.model.fit(x_train, y_train)
-            else:
-                self._pending = self.model.fit_on(x_train, y_train, pool)
+            self.model.fit(x_train, y_train)
 
     def predict(self, x) -> np.ndarray:
-        if self._pending is not None:
-            self._pending()
-            self._pending = None  # frees the classes' packed weights before predict's arrays
         proba = np.zeros((x.shape[0], self.n_classes))
         if self.model is None:
             proba[:, self.present[0]] = 1.0
@@ -284,33 +273,22 @@ def oof_proba(
     proba, proba_s = combined[: len(texts)], combined[len(texts) :]
     seen = np.zeros(len(texts), bool)
     seen_s = np.zeros(len(s_texts), bool)
-    work = []  # (test rows, scored rows, training rows) of each fold with something to do
     for f in range(folds):
         test_idx = np.flatnonzero(fold == f)
         score_idx = np.flatnonzero(s_fold == f)
+        if not test_idx.size and not score_idx.size:
+            continue
         train_idx = np.flatnonzero(fold != f)
-        if (test_idx.size or score_idx.size) and train_idx.size:
-            work.append((test_idx, score_idx, train_idx))
-    threads = _fit_threads()
-    # the folds' class fits share one pool, two folds in flight: the next fold's classes fit
-    # while this fold's last ones finish and while this fold's rows are scored (vectorizing
-    # holds the GIL, the fit kernels do not), so the cores do not idle between folds
-    ahead = 2 if threads > 1 else 1
-    with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        models: dict[int, _Model] = {}
-        for w, (test_idx, score_idx, _) in enumerate(work):
-            for v in range(w, min(w + ahead, len(work))):
-                if v not in models:
-                    train_idx = work[v][2]
-                    models[v] = _Model(x[train_idx], y[train_idx], len(classes), seed, pool)
-            model = models.pop(w)
-            if test_idx.size:
-                proba[test_idx] = model.predict(x[test_idx])
-                seen[test_idx] = np.isin(y[test_idx], model.present)
-            if score_idx.size:
-                _score_distinct(model, vec, s_texts, score_idx, proba_s)
-                seen_s[score_idx] = np.isin(sy[score_idx], model.present)
-            del model  # its coefficients are classes x n_features dense (130 MB for 60 classes)
+        if not train_idx.size:
+            continue
+        model = _Model(x[train_idx], y[train_idx], len(classes), seed)
+        if test_idx.size:
+            proba[test_idx] = model.predict(x[test_idx])
+            seen[test_idx] = np.isin(y[test_idx], model.present)
+        if score_idx.size:
+            _score_distinct(model, vec, s_texts, score_idx, proba_s)
+            seen_s[score_idx] = np.isin(sy[score_idx], model.present)
+        del model  # its coefficients are classes x n_features dense (130 MB for 60 classes)
     _CACHE[key] = (proba.copy(), seen.copy())
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

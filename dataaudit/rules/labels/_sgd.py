@@ -22,8 +22,7 @@ changes its updates), and LBL002's reports are unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -201,17 +200,6 @@ class OvRLogistic:
         self.max_iter = 1000
 
     def fit(self, x: Any, y: np.ndarray) -> OvRLogistic:
-        """Fit every class, ``threads`` at a time."""
-        if self.threads > 1:
-            with ThreadPoolExecutor(self.threads) as pool:
-                return self.fit_on(x, y, pool)()
-        return self.fit_on(x, y, None)()
-
-    def fit_on(self, x: Any, y: np.ndarray, pool: Executor | None) -> Callable[[], OvRLogistic]:
-        """Hand each class's fit to ``pool`` (None: fit them here and now, in order) and return
-        the call that waits for them and sets the coefficients. Why: the probe's fold models
-        share one pool, so the next fold's classes fit while this fold's last ones finish and
-        while this fold scores its rows (each class's fit is the same wherever it runs)."""
         x = x.tocsr()
         data = np.ascontiguousarray(x.data, np.float64)
         indptr = np.ascontiguousarray(x.indptr, np.int64)
@@ -258,22 +246,11 @@ class OvRLogistic:
                 shuffle_seed,
             )
 
-        if pool is None:
-            done = [one(i) for i in range(len(positives))]
+        if self.threads > 1 and len(positives) > 1:
+            with ThreadPoolExecutor(self.threads) as pool:
+                out = list(pool.map(one, range(len(positives))))
         else:
-            futures = [pool.submit(one, i) for i in range(len(positives))]
-
-        def wait() -> OvRLogistic:
-            out = done if pool is None else [f.result() for f in futures]
-            self._set(out, local, hot, x.shape[1])
-            return self
-
-        return wait
-
-    def _set(
-        self, out: list[tuple[float, int, bool]], local: np.ndarray, hot: np.ndarray, width: int
-    ) -> None:
-        """``coef_``, ``intercept_`` and ``n_iter_`` from the classes' fits."""
+            out = [one(i) for i in range(len(positives))]
         if not all(ok for _, _, ok in out):
             raise ValueError(
                 "the label probe's SGD diverged (non-finite weights); its features are "
@@ -281,11 +258,13 @@ class OvRLogistic:
             )
         # classes x features, column-major: predict's x @ coef_.T reads it in place (row-major,
         # scipy would copy all of it, 130 MB for 60 classes, on every call)
-        coef = np.zeros((width, len(out)))
+        coef = np.zeros((x.shape[1], len(positives)))
         coef[hot] = local.T  # whole rows: 3x faster than columns (no contiguous copy: 66 MB)
+        local = None  # freed before predict's arrays are made
         self.coef_ = coef.T
         self.intercept_ = np.array([b for b, _, _ in out], np.float64)
         self.n_iter_ = max(e for _, e, _ in out)
+        return self
 
     def decision_function(self, x: Any) -> np.ndarray:
         scores = x @ self.coef_.T + self.intercept_

@@ -325,44 +325,6 @@ def test_confident_learning_flags_the_rows_the_sorting_version_flagged():
     np.testing.assert_array_equal(cl.issue, want)
 
 
-def test_folds_fitting_side_by_side_give_the_report_of_folds_one_after_another(
-    fixtures_dir, monkeypatch
-):
-    """The fold models' class fits share one pool, two folds in flight, and each fold is scored
-    while the next one fits: the report (ranked rows, noise, matrix, flags) is the one of
-    fitting the folds one after another on one thread."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    submitted = []
-
-    class Spy(ThreadPoolExecutor):
-        def submit(self, fn, /, *args, **kwargs):
-            submitted.append(args)
-            return super().submit(fn, *args, **kwargs)
-
-    monkeypatch.setattr(_probe, "ThreadPoolExecutor", Spy)
-
-    def run(threads: int) -> tuple[dict, dict]:
-        monkeypatch.setattr(_probe, "_fit_threads", lambda: threads)
-        _probe._CACHE.clear()
-        # 300 rows train the folds, the other 600 are scored by them (the scoring path too)
-        report = da.audit(
-            fixtures_dir / "classification", select=["LBL002"], rules={"LBL002": {"max_rows": 300}}
-        )
-        res = report.result("LBL002")
-        res.pop("seconds")
-        return res, report.flags().to_dict(as_series=False)
-
-    one = run(1)
-    assert not submitted
-    two = run(2)
-    classes = len(one[0]["details"]["noise_by_class"])
-    assert len(submitted) == 5 * classes  # every fold's every class went through the pool
-    assert one[0]["details"]["sample"]["rows_scored_beyond_sample"] > 0
-    assert one[0]["flagged_rows"] > 0
-    assert two == one
-
-
 def test_fit_threads_follow_the_engine(monkeypatch):
     """Threads for the fold fits: the cores, at most OMP_NUM_THREADS (the engine sets it to
     cores / workers in its workers, 1 in Ray's tasks), one in a parallel-engine worker."""
