@@ -15,27 +15,9 @@ import random
 import pytest
 
 from tests._fresh import run_python
+from tests.rules.texts import WORDS_A
 
 pytest.importorskip("pandas")
-
-_WORDS = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "epsilon",
-    "zeta",
-    "eta",
-    "theta",
-    "iota",
-    "kappa",
-    "lambda",
-    "mu",
-    "nu",
-    "xi",
-    "pi",
-    "rho",
-]
 
 
 def _corpus(path) -> None:
@@ -44,7 +26,7 @@ def _corpus(path) -> None:
     rng = random.Random(7)
     rows = []
     for i in range(120):
-        text = " ".join(rng.choice(_WORDS) for _ in range(40))
+        text = " ".join(rng.choice(WORDS_A) for _ in range(40))
         rows.append({"id": f"r{i}", "text": text, "label": rng.choice("ab"), "source": "web"})
     for i in range(20):
         rows.append({"id": f"x{i}", "text": rows[i]["text"], "label": "a", "source": None})
