@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import indices
 from ...sketches.lsh import signature_keys
 from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
 
@@ -338,11 +339,6 @@ class Matches:
         return np.zeros(0) if p is None else p.s
 
     @property
-    def nr_bk(self) -> np.ndarray | None:
-        p = self.pairs()
-        return None if p is None else p.bk
-
-    @property
     def nr_id(self) -> pa.Array:
         p = self.pairs()
         return _no_strings() if p is None else p.id
@@ -362,13 +358,7 @@ class Matches:
 
 
 def _take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
-    return arr.take(positions(idx))
-
-
-def positions(idx: np.ndarray) -> pa.Array:
-    """Int64 positions as Arrow from their buffer (``pa.array(ndarray)`` imports pandas)."""
-    idx = np.ascontiguousarray(idx, _I64)
-    return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
+    return arr.take(indices(idx))
 
 
 def _key(b: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._arrow import numeric_array, strings
+from ..._arrow import indices, numeric_array, strings
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
@@ -28,7 +28,6 @@ from ._eval_index import (
     band_matrix,
     build_index,
     merge_matches,
-    positions,
     probe,
 )
 
@@ -489,7 +488,7 @@ def _broadcast(se: dict[str, Any], index: EvalIndex, m: Matches | None) -> Leaks
                 "the eval split changed between the two passes"
             )
         ids, snip = se.get("ids", []), se.get("snip", [])
-        take = positions(order)
+        take = indices(order)
         se = {
             "ids": [pa.chunked_array(ids, pa.large_string()).take(take)] if ids else [],
             "snip": [pa.chunked_array(snip, pa.large_string()).take(take)],
@@ -520,6 +519,6 @@ def _broadcast(se: dict[str, Any], index: EvalIndex, m: Matches | None) -> Leaks
         s=np.concatenate([np.ones(n_ex), m.nr_s]),
         n_exact=n_ex,
         ref_rows=lambda k: k,
-        ref_ids=lambda i: ids.take(positions(i)).to_pylist(),
+        ref_ids=lambda i: ids.take(indices(i)).to_pylist(),
         ref_snips=snips,
     )
