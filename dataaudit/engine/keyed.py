@@ -129,19 +129,20 @@ def stores_of(index: int, rule: Any) -> list[Any]:
     return [index, rows_index(index)] if verifies(rule) else [index]
 
 
-def _which(keys: np.ndarray, parts: int) -> np.ndarray:
-    """Each key's partition (``key % parts``) in the smallest unsigned type that holds it:
-    numpy's stable sort of 8- or 16-bit values is a radix sort (20x faster than on int64 for
-    a batch's 150k band keys)."""
+def _by_part(keys: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """The keys' positions grouped by partition (``key % parts``; stable: in their order
+    within one) and the ``parts + 1`` bounds of the groups. The partitions are sorted in the
+    smallest unsigned type that holds them: numpy's stable sort of 8- or 16-bit values is a
+    radix sort (20x faster than on int64 for a batch's 150k band keys)."""
     dtype = np.uint8 if parts <= 256 else np.uint16 if parts <= 65536 else np.int64
-    return (np.asarray(keys, np.uint64) % np.uint64(parts)).astype(dtype)
+    which = (np.asarray(keys, np.uint64) % np.uint64(parts)).astype(dtype)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=parts))])
+    return np.argsort(which, kind="stable"), bounds
 
 
 def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     """The rows of ``table`` per partition (``key % parts``)."""
-    which = _which(fixed(table.column("key")), parts)
-    order = np.argsort(which, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=parts))])
+    order, bounds = _by_part(fixed(table.column("key")), parts)
     ordered = table.take(indices(order))  # one take, then zero-copy slices
     out: list[pa.Table | None] = []
     for p in range(parts):
@@ -718,17 +719,15 @@ def join_first(
     first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
     keep = order[first]  # the distinct pairs, sorted (a, b)
     at = _locate(rows, na[keep], splits, "a candidate pair")
-    where = _which(
+    # grouped by the partition of the second end (stable: (a, b) order within), one take of
+    # the pairs and one of the rows, then zero-copy slices
+    by, bounds = _by_part(
         node_keys(
             pairs.column("split_b").take(indices(keep)),
             pairs.column("row_b").take(indices(keep)),
         ),
         parts,
     )
-    # grouped by the partition of the second end (stable: (a, b) order within), one take of
-    # the pairs and one of the rows, then zero-copy slices
-    by = np.argsort(where, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(where, minlength=parts))])
     pairs = pairs.take(indices(keep[by]))
     need = [np.unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
     starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
