@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -182,8 +182,9 @@ class Case:
     ) -> AuditContext:
         """``ctx`` with ``rule``'s prepass value (``ctx.resources.prepared(code)``), folded
         from its prepass splits in one pass, or (``grouping`` "(a+b)+c" / "a+(b+c)") in three
-        shards merged that way, as workers and Ray merge them, or ("empty") from no rows. A rule without a prepass, or
-        whose prepass reads no split here, gets ``ctx`` as it is (None, as the engines give)."""
+        shards merged that way, as workers and Ray merge them, or ("empty") from no rows. A rule
+        without a prepass, or whose prepass reads no split here, gets ``ctx`` as it is (None, as
+        the engines give)."""
         from ..engine import prepass
 
         if not prepass.has_prepass(rule):
@@ -206,12 +207,7 @@ class Case:
             elif grouping == "empty":  # the prepass of an audit whose splits have no rows
                 pre = fold([])
             else:
-                third = len(batches) // 3
-                a, b, c = map(
-                    fold, (batches[:third], batches[third : 2 * third], batches[2 * third :])
-                )
-                merge = rule.prepass_merge
-                pre = merge(merge(a, b), c) if grouping == "(a+b)+c" else merge(a, merge(b, c))
+                pre = merge_grouped(rule.prepass_merge, *map(fold, thirds(batches)), grouping)
             self._prepared[memo] = rule.prepass_finish(pre, ctx)
         prepass.attach(ctx, {**ctx.resources.prepasses, rule.code: self._prepared[memo]})
         return ctx
@@ -298,6 +294,17 @@ class Case:
                 "data, options or resources it needs"
             )
         return result
+
+
+def thirds(batches: Batches) -> tuple[Batches, Batches, Batches]:
+    """``batches`` cut into three shards (the merge checks' workers)."""
+    third = len(batches) // 3
+    return batches[:third], batches[third : 2 * third], batches[2 * third :]
+
+
+def merge_grouped(merge: Callable[[Any, Any], Any], a: Any, b: Any, c: Any, grouping: str) -> Any:
+    """Three shards' states merged in ``grouping``: "(a+b)+c", else "a+(b+c)"."""
+    return merge(merge(a, b), c) if grouping == "(a+b)+c" else merge(a, merge(b, c))
 
 
 def canonical(result: RuleResult) -> Any:

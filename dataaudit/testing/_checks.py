@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from ._case import Case, ConformanceSkip, canonical
+from ._case import Case, ConformanceSkip, canonical, merge_grouped, thirds
 from ._compare import first_difference
 from ._io_guard import record_io
 
@@ -153,19 +153,13 @@ def check_split_and_merge(case: Case) -> None:
     rule, _ = case.runnable()
     batches = case.batches(7)
     counts = case.counts(batches)
-    third = len(batches) // 3
-    parts = (batches[:third], batches[third : 2 * third], batches[2 * third :])
+    parts = thirds(batches)
     for label in ("(a+b)+c", "a+(b+c)"):
         ctx = case.context(rule=rule, grouping=label)  # a prepass merged the same way
-        a, b, c = (case.fold(rule, ctx, part) for part in parts)
-        merged = (
-            rule.merge(rule.merge(a, b), c)
-            if label == "(a+b)+c"
-            else rule.merge(a, rule.merge(b, c))
-        )
+        state = merge_grouped(rule.merge, *(case.fold(rule, ctx, part) for part in parts), label)
         diff = first_difference(
             full,
-            canonical(case.finish(rule, merged, ctx, counts, batches[::-1], partitions=3)),
+            canonical(case.finish(rule, state, ctx, counts, batches[::-1], partitions=3)),
             "result",
             rel_tol=RESULT_TOLERANCE,
         )
