@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from ..._arrow import fixed, indices, mask_array, nulls_like, numeric_array
+from ..._arrow import fixed, indices, mask_array, nulls_like, numeric_array, one_chunk
 from ...features import Batch
 from ...sketches.minhash import EMPTY_HASH
 from ...sketches.state import PerSplit
@@ -242,7 +242,7 @@ def _signature_column(sig: np.ndarray, valid: np.ndarray) -> pa.Array:
 def _signatures(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Back from :func:`_signature_column`: the signatures of the rows that have one,
     (m, num_perm) uint32 in row order, and per row its index there (-1 without one)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = one_chunk(col)
     if not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
     n, k = len(arr), MINHASH["num_perm"]
@@ -347,8 +347,7 @@ def edges(part: pa.Table) -> pa.Table:
     band = fixed(part.column("band"))
     row = fixed(part.column("row"))
     key = fixed(part.column("key"))
-    split = part.column("split")
-    split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
+    split = one_chunk(part.column("split"))
     scode = np.asarray(fixed(split.dictionary_encode().indices), np.int64)
     a_parts: list[np.ndarray] = []
     b_parts: list[np.ndarray] = []
