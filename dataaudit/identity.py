@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from ._arrow import string_parts, validity
+from ._arrow import nulls_to, string_parts, validity
 from ._json_text import json_texts
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
@@ -89,11 +89,7 @@ def _cell_hashes(arr: pa.Array) -> np.ndarray:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t):
         texts = json_texts(arr)  # the JSON text below, from Arrow kernels (chats: 4-7x faster)
         if texts is not None:
-            out = _string_hashes(texts)
-            valid = validity(arr)
-            if valid is not None:
-                out[~valid] = _NULL
-            return out
+            return nulls_to(_string_hashes(texts), arr, _NULL)
     values = arr.to_pylist()
     return np.fromiter(
         (
