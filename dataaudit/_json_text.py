@@ -43,8 +43,7 @@ def _with_null(text: pa.Array, valid: pa.Array | None) -> pa.Array:
 def _escaped(arr: pa.Array) -> pa.Array:
     """Strings as JSON string literals (quoted and escaped; nulls stay null)."""
     arr = arr.cast(_TEXT)
-    parts = string_parts(arr)
-    data = parts[1] if parts is not None else np.zeros(0, np.uint8)
+    _, data = string_parts(arr)  # a large_string array: never None
     # only the characters present are replaced (a pass over the bytes each; most have none)
     escapes = [(0x5C, "\\\\"), (0x22, '\\"')]  # the backslash first: the others add some
     escapes += [(b, _SHORT.get(b, f"\\u{b:04x}")) for b in np.unique(data[data < 0x20]).tolist()]
