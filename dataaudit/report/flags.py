@@ -236,15 +236,12 @@ def _text_ranks(array: pa.ChunkedArray) -> Any:
     import numpy as np
     import pyarrow.compute as pc
 
-    from .._arrow import fixed, validity
+    from .._arrow import fixed, nulls_to
 
     if not len(array):
         return np.zeros(0, np.int64)
     rank = fixed(pc.rank(array, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
-    valid = validity(array)
-    if valid is not None:
-        rank[~valid] = 0
-    return rank
+    return nulls_to(rank, array, 0)
 
 
 def _bounded_values(values: list[Any], limit: int) -> list[Any]:
