@@ -260,7 +260,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .registry import _check_selectors, _specificity, load_rules, select_rules
 
     ruleset = load_rules()
-    one_rule = args.code.upper() in ruleset.rules or args.code in ruleset.by_name()
+    one_rule = args.code.upper() in ruleset.rules or args.code in ruleset.names()
     if not one_rule and not re.fullmatch(r"[A-Za-z]{2,5}[0-9]{3}", args.code):
         # a prefix, a name prefix or a group: the rules it selects, one line each
         _check_selectors([args.code], ruleset, "explain")

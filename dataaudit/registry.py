@@ -157,9 +157,6 @@ class RuleSet:
     def groups(self) -> set[str]:
         return {g for info in self.rules.infos() for g in info.groups}
 
-    def by_name(self) -> dict[str, type[Rule]]:
-        return {cls.name: cls for cls in self.rules.values()}
-
     def names(self) -> dict[str, str]:
         """rule name -> code, without importing any rule module."""
         return {info.name: info.code for info in self.rules.infos()}
