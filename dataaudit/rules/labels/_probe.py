@@ -493,6 +493,14 @@ def run_probe(
     )
     judged = [it for it, ok in zip(kept, oof.seen) if ok]
     judged_s = [it for it, ok in zip(kept_s, oof.seen_scored) if ok]
+    if not judged and not judged_s:
+        groups = len({it.group for it in kept})
+        return (
+            f"no row could be judged out of fold: the {plural(len(kept), 'row')} hold "
+            f"{plural(groups, 'distinct text')}, and copies of a text share a fold, so no fold "
+            "model saw the label of the rows it had to judge (needs more distinct texts per class)"
+            + note
+        )
     if oof.combined is not None and oof.seen.all() and oof.seen_scored.all():
         proba = oof.combined  # every row judged: no copy
     else:

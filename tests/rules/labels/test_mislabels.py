@@ -67,6 +67,15 @@ def test_skipped_with_a_reason_when_too_little_data_or_one_class():
     assert "2 classes" in report.result("LBL002")["message"]
 
 
+def test_skipped_with_a_reason_when_copies_leave_no_row_to_judge():
+    """Copies of a text share a fold, so two texts repeated 30 times leave each fold model
+    without the label of the rows it judges: a skip that says so, not an IndexError."""
+    rows = [{"text": "cafe bad x", "label": "a"}, {"text": "fine wide text e", "label": "b"}] * 30
+    report = da.audit({"train": rows}, select=["LBL002"], text="text", label="label")
+    assert report.status("LBL002") == "skipped"
+    assert "2 distinct texts" in report.result("LBL002")["message"]
+
+
 def test_confident_learning_flags_planted_errors():
     rng = np.random.default_rng(0)
     n, k = 600, 3
