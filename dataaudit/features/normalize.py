@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -245,6 +246,86 @@ CASED_LIMIT = 0x20000  #: no character from here has a lower-case mapping (Unico
 
 @lru_cache(maxsize=1)
 def lower_table() -> np.ndarray:
+    """:func:`build_lower_table`, loaded from a file cached on disk when one was written for
+    the same code, Unicode data and pyarrow (:func:`_table_cache`): building it takes pyarrow's
+    first case-mapping call, which fills Arrow's own tables (~0.09 s of a process's start, where
+    loading the file takes ~1 ms). Rebuilt, and the file rewritten, when it is missing, stale or
+    unreadable; built without a file where nothing can be written."""
+    path = _table_cache()
+    if path is not None:
+        try:
+            table = np.load(path, allow_pickle=False)
+            if table.dtype == np.int64 and table.shape == (_raw_limit(),):
+                return table
+        except (OSError, ValueError, EOFError):  # missing, truncated, not an .npy: rebuild
+            pass
+    table = build_lower_table()
+    if path is not None:
+        _save_quietly(path, table)
+    return table
+
+
+def _raw_limit() -> int:
+    from ..sketches.kernels import RAW_LIMIT
+
+    return RAW_LIMIT
+
+
+def _table_cache() -> Path | None:
+    """Where :func:`lower_table` keeps its table: beside this file (``__pycache__``, as numba
+    keeps the kernels), else in the user's cache folder; the name holds a hash of what the table
+    depends on (this module and its Unicode ranges, the kernels' separators, the Unicode data,
+    pyarrow's version), so a changed input never reads an old table. None if neither folder is
+    writable."""
+    import hashlib
+    import os
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in (
+        here / "normalize.py",
+        here / "unicode_table.py",
+        here.parent / "sketches" / "kernels.py",
+    ):
+        try:
+            digest.update(name.read_bytes())
+        except OSError:
+            return None
+    digest.update(
+        f"{unicodedata.unidata_version}|{pa.__version__}|{np.dtype(np.int64).str}".encode()
+    )
+    name = f"lower_table-{digest.hexdigest()[:20]}.npy"
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for folder in (here / "__pycache__", Path(home) / "dataaudit"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK) or (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _save_quietly(path: Path, table: np.ndarray) -> None:
+    """Write the table beside its final name and rename it there (processes that build it at
+    once each write a whole file); a cache that cannot be written is only slower."""
+    import os
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lower_table-", suffix=".npy")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, table, allow_pickle=False)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def build_lower_table() -> np.ndarray:
     """What :func:`tokenizable_array` does to each character that is not ASCII, as a table for
     the fused shingling pass (``dataaudit.sketches.minhash.sketch``): int64 per code point below
     ``RAW_LIMIT``, the UTF-8 bytes the character becomes (little-endian, at most 7) with their

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import unicodedata
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -122,11 +123,17 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
     import pyarrow.compute as pc
 
     from dataaudit._arrow import strings
-    from dataaudit.features.normalize import CASED_LIMIT, lower_table, tokenizable_array
+    from dataaudit.features.normalize import (
+        CASED_LIMIT,
+        build_lower_table,
+        lower_table,
+        tokenizable_array,
+    )
     from dataaudit.sketches.kernels import RAW_LIMIT
 
-    table = lower_table()
+    table = build_lower_table()  # what is checked is what is built; the cache is checked below
     assert len(table) == RAW_LIMIT
+    assert np.array_equal(lower_table(), table)
 
     def mapped(c: str) -> str:
         v = int(table[ord(c)])
@@ -144,6 +151,35 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
     # what it leaves to Python: other NFKC changes, casefold specials, Unicode whitespace
     for c in ("ß", "\u00a0", "\u3000", "\u0301", "İ"):
         assert table[ord(c)] == -1, c
+
+
+def test_the_lower_table_is_cached_on_disk_and_rebuilt_when_stale_or_damaged(tmp_path, monkeypatch):
+    """A process loads the table from the file an earlier one wrote (no build: pyarrow's first
+    case mapping costs ~0.09 s of start-up); a file for other code, Unicode data or pyarrow has
+    another name, and a damaged or wrong-shaped file is rebuilt and rewritten, never used."""
+    from dataaudit.features import normalize
+
+    built = normalize.build_lower_table()
+    calls = []
+
+    def build():
+        calls.append(1)
+        return built
+
+    monkeypatch.setattr(normalize, "build_lower_table", build)
+    monkeypatch.setattr(normalize, "_table_cache", lambda: tmp_path / "t.npy")
+    fresh = normalize.lower_table.__wrapped__  # the function without this process's memo
+    assert np.array_equal(fresh(), built) and len(calls) == 1  # built, then written
+    assert np.array_equal(fresh(), built) and len(calls) == 1  # read back, not built
+    (tmp_path / "t.npy").write_bytes(b"not a table")
+    assert np.array_equal(fresh(), built) and len(calls) == 2
+    assert np.array_equal(np.load(tmp_path / "t.npy"), built)  # rewritten whole
+    np.save(tmp_path / "t.npy", built[:10])
+    assert np.array_equal(fresh(), built) and len(calls) == 3
+    monkeypatch.undo()
+    name = normalize._table_cache().name
+    monkeypatch.setattr(normalize.pa, "__version__", "0.0.0-other")
+    assert normalize._table_cache().name != name
 
 
 def test_tokenizable_rows_equals_tokenizable_array_on_text_that_is_not_ascii():
