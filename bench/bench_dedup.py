@@ -25,7 +25,8 @@ Printed, side by side, with ratios and peak RSS:
   * the detection rate of the LSH stage by similarity bin beside the theoretical S-curve of the
     chosen bands (and of datasketch's default bands).
 
-Whole process (``--whole-docs``, default 40k documents per corpus; ``--whole-docs 0`` skips it):
+Whole process (``--whole-docs``, default 40k documents per corpus, or several sizes separated by
+commas, where the start-up's share shrinks; ``--whole-docs 0`` skips it):
 what a user runs, ``dataaudit audit corpus.jsonl --select DUP002`` in a fresh process (start-up,
 JSONL reading and the report included), on two corpora written as JSONL:
   * "disjoint": the corpus above (documents that do not overlap by accident);
@@ -43,6 +44,7 @@ and the phase times the report records. Each run is repeated ``--repeat`` times,
     python bench/bench_dedup.py                 # 100k documents (< 3 minutes on 2 cores)
     python bench/bench_dedup.py --docs 1000000  # the scale target
     python bench/bench_dedup.py --docs 20000 --whole-docs 40000 --repeat 3   # whole process
+    python bench/bench_dedup.py --only-whole --whole-docs 40000,200000        # and at 200k docs
 """
 
 from __future__ import annotations
@@ -430,15 +432,18 @@ def cli_run(path: Path, out: Path, threshold: float) -> dict:
         "--no-progress", "-q",
     ]  # fmt: skip
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    cpu0 = usage.ru_utime + usage.ru_stime
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
-    seconds = time.perf_counter() - t0
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=child_env())
+        rss_kb = _peak_rss_kb(proc)
+        seconds = time.perf_counter() - t0
+        err.seek(0)
+        stderr = err.read()
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime - cpu0
     if proc.returncode not in (0, 1):
-        sys.exit(f"dataaudit audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        sys.exit(f"dataaudit audit failed ({proc.returncode}): {stderr[-2000:]}")
     report = json.loads(out.read_text())
     cluster: dict[int, int] = {}
     with open(flags) as f:
@@ -449,10 +454,35 @@ def cli_run(path: Path, out: Path, threshold: float) -> dict:
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
-        "rss_mb": rss / 1024 if rss > before else None,
+        "rss_mb": rss_kb / 1024 if rss_kb else None,
         "timings": report.get("timings", {}),
         "cluster": cluster,
     }
+
+
+def _peak_rss_kb(proc) -> int | None:
+    """Wait for ``proc``; its peak RSS in KB, read from its VmHWM every 5 ms (None without /proc).
+
+    Not ``ru_maxrss``: Linux keeps the high-water mark of the address space a child had before
+    ``exec`` (this process's, copied or shared by fork/vfork), so a child of this process, which
+    holds the corpus in memory, would report this process's size (658 MB where the CLI's own
+    peak was ~330 MB). VmHWM is the exec'ed program's own; the last 5 ms before exit are unseen,
+    which a peak reached before the report is written does not need."""
+    import subprocess
+
+    status, peak = Path(f"/proc/{proc.pid}/status"), None
+    while True:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak or 0, int(line.split()[1]))
+        except (OSError, ValueError):  # no /proc, or the process is gone
+            pass
+        try:
+            proc.wait(timeout=0.005)
+            return peak
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def datasketch_loop(docs: list[str], threshold: float) -> tuple[float, float]:
@@ -517,8 +547,7 @@ def cluster_quality(docs: list[str], planted: list, cluster: dict[int, int], thr
     }
 
 
-def whole_process(args, tmp: str, disjoint_docs: list[str], disjoint_planted: list) -> None:
-    n = args.whole_docs
+def whole_process(args, tmp: str, n: int, disjoint_docs: list[str], disjoint_planted: list) -> None:
     corpora = {
         "disjoint": (disjoint_docs[:n], [p for p in disjoint_planted if p[1] < n]),
         "shared passages": make_passages_corpus(n, args.dup_rate, args.seed),
@@ -604,6 +633,11 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _sizes(text: str) -> list[int]:
+    sizes = [int(x) for x in text.split(",") if x.strip()]
+    return [n for n in sizes if n > 0]
+
+
 def run(tmp: str) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
@@ -614,7 +648,12 @@ def run(tmp: str) -> None:
     ap.add_argument("--loop-docs", type=int, default=1000, help="subset for the update loop")
     ap.add_argument("--quality-pairs", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--whole-docs", type=int, default=40_000, help="0: skip the whole process")
+    ap.add_argument(
+        "--whole-docs",
+        type=_sizes,
+        default=[40_000],
+        help="documents per corpus, or sizes separated by commas (40000,200000); 0: skip",
+    )
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--only-whole", action="store_true", help="skip the kernel benchmark")
     args = ap.parse_args()
@@ -623,10 +662,11 @@ def run(tmp: str) -> None:
 
     if args.whole_docs:
         whole_path = Path(tmp) / "whole.parquet"
-        whole_planted = make_corpus(whole_path, args.whole_docs, args.dup_rate, args.seed)
+        whole_planted = make_corpus(whole_path, max(args.whole_docs), args.dup_rate, args.seed)
         whole_docs = pq.read_table(whole_path).column("text").to_pylist()
         whole_path.unlink()
-        whole_process(args, tmp, whole_docs, whole_planted)
+        for n in args.whole_docs:
+            whole_process(args, tmp, n, whole_docs, whole_planted)
     if args.only_whole:
         return
 
