@@ -76,10 +76,10 @@ class NearDuplicates(Rule):
         verify: "exact" (default; the Jaccard of the shingle sets, ~4 bytes per shingle) or
             "estimate" (signature agreement only). The rows go through the engine's keyed
             stage, not the rule's state: each row with shingles emits one key per band, its
-            signature, shingle set and snippet are spilled once (on disk locally, the object
-            store on Ray) and only candidate pairs meet them, so memory is one partition, not
-            every row (a 75-word row spills 0.6 KB of band keys and 1.1 KB of payload; a 300-word
-            row ~2.6 KB with "exact", ~1.4 KB with "estimate").
+            shingle set ("exact") or signature ("estimate") and snippet are spilled once (on
+            disk locally, the object store on Ray) and only candidate pairs meet them, so memory
+            is one partition, not every row (a 75-word row spills 0.5 KB of band keys and
+            0.6 KB of payload; a 300-word row ~2.0 KB with "exact", ~1.3 KB with "estimate").
         bands, rows: LSH banding (default: chosen from the threshold, e.g. 18 × 7 for 0.8).
         max_findings: the largest clusters reported as findings per split (default 20).
     """
@@ -179,8 +179,11 @@ class NearDuplicates(Rule):
         )
 
     def emit_rows(self, state: dict[str, Any], batch: Batch) -> pa.Table | None:
-        """Per row with shingles, what verifying it and showing it takes: its signature, its
-        shingle set (``verify: exact``), exact-duplicate hash, snippet, id and source."""
+        """Per row with shingles, what verifying it and showing it takes: its shingle set
+        (``verify: exact``) or its signature (``verify: estimate``), exact-duplicate hash,
+        snippet, id and source. Not the signature with ``exact``: it only pre-filtered the
+        candidates before their merge, and most rows are never candidates (bench_dedup's 40k
+        corpora: ~1,900 candidate pairs, merged in ~0.05 s, for 512 B written per row)."""
         sig, idx = self._valid(batch)
         if not len(idx):
             return None
@@ -189,12 +192,13 @@ class NearDuplicates(Rule):
         snip = snippet(batch, state["chars"]).cast(pa.large_string())
         cols: dict[str, Any] = {
             "row": numeric_array(np.asarray(batch.row_ids, np.int64)[idx]),
-            "sig": sig_column(sig if every else sig[idx]),
             "hash": numeric_array(np.asarray(nonempty_hash(batch)[idx], np.uint64)),
             "snip": snip if every else snip.take(at),
         }
         if self.verify == "exact":
             cols["sets"] = set_column(batch.feature("shingle_sets", **shingle_params(self)), idx)
+        else:
+            cols["sig"] = sig_column(sig if every else sig[idx])
         return with_row_labels(cols, batch, at)
 
     def edges(self, part: pa.Table) -> pa.Table:
@@ -228,19 +232,18 @@ class NearDuplicates(Rule):
         )
 
     def verify_pairs(self, pairs: pa.Table, rows: pa.Table) -> pa.Table:
-        """Accept a pair at Jaccard >= threshold: exact Jaccard of the shingle sets (a pair whose
-        signature estimate is far below the threshold is not merged, as in-process), or the
-        signature estimate; copies (identical signatures) score 1.0 unverified."""
+        """Accept a pair at Jaccard >= threshold: exact Jaccard of the shingle sets, every
+        candidate merged (no signature pre-filter: see :meth:`emit_rows`), or the signature
+        estimate; copies (identical signatures) score 1.0 unverified."""
         threshold = float(self.threshold)
         a = fixed(pairs.column("at_a"))
         b = fixed(pairs.column("at_b"))
         same = bools(pairs.column("same"))
         check = np.flatnonzero(~same)
-        sig = signatures_of(rows.column("sig"), int(self.num_perm))
         if self.verify == "exact":
-            sets = sets_of(rows.column("sets"))
-            sim = pair_jaccard(sets, a[check], b[check], signatures=sig, threshold=threshold)
+            sim = pair_jaccard(sets_of(rows.column("sets")), a[check], b[check])
         else:
+            sig = signatures_of(rows.column("sig"), int(self.num_perm))
             sim = np.asarray(jaccard_estimate(sig[a[check]], sig[b[check]]), float)
         score = np.ones(len(a))
         score[check] = sim

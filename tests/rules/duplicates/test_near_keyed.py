@@ -62,7 +62,7 @@ def _direct(texts: list[str | None], rule: NearDuplicates) -> dict[int, tuple[in
         float(rule.threshold),
         bands=bands,
         rows=rows,
-        verify=lambda i, j: pair_jaccard(sets, i, j, signatures=sig, threshold=rule.threshold),
+        verify=lambda i, j: pair_jaccard(sets, i, j),  # every candidate merged, as the rule does
     )
     best = np.zeros(len(texts))
     np.maximum.at(best, a, s)
@@ -149,3 +149,39 @@ def test_only_exact_copies_is_not_a_bare_pass():
     )
     assert len(report.flags()) == 5
     assert "1 finding · 5 rows flagged" in report.summary()
+
+
+@pytest.mark.parametrize("verify", ["exact", "estimate"])
+def test_payload_carries_only_what_verification_reads(verify):
+    # "exact" merges every candidate's shingle sets: the signature (512 B a row, written for
+    # every row, read for the few candidates) is not spilled; "estimate" needs no sets
+    case = _case.Case(NearDuplicates, data=_corpus(300), options={"verify": verify})
+    rule, ctx = case.runnable()
+    state = rule.start(ctx)
+    split, offset, rb = case.batches(128)[0]
+    cols = set(rule.emit_rows(state, ctx.batch(split, rb, offset)).column_names)
+    assert cols >= {"row", "hash", "snip", "id", "source"}
+    assert ("sig" in cols, "sets" in cols) == (verify == "estimate", verify == "exact")
+
+
+def test_exact_verification_merges_every_candidate():
+    # no signature pre-filter: a pair is accepted on its sets' Jaccard alone (9/11 here)
+    from dataaudit.rules._keyed_minhash import set_column
+    from dataaudit.sketches.minhash import ShingleSets
+
+    sets = ShingleSets(np.array([0, 10, 20, 22]), np.r_[0:10, 1:11, 50:52].astype(np.uint32))
+    rows = pa.table({"split": ["train"] * 3, "row": [0, 1, 2], "sets": set_column(sets, [0, 1, 2])})
+    pairs = pa.table(
+        {
+            "split_a": ["train"] * 2,
+            "row_a": [0, 0],
+            "split_b": ["train"] * 2,
+            "row_b": [1, 2],
+            "same": [False, False],
+            "at_a": [0, 0],
+            "at_b": [1, 2],
+        }
+    )
+    edges = NearDuplicates(threshold=0.8).verify_pairs(pairs, rows)
+    assert edges.column("row_b").to_pylist() == [1]
+    assert edges.column("score").to_pylist() == [pytest.approx(9 / 11)]
