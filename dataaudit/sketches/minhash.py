@@ -497,7 +497,7 @@ def sketch(
     per_row = np.where(tokens >= ngram, tokens - ngram + 1, (tokens > 0).astype(np.int64))
     set_offsets = np.zeros(n + 1, np.int64)
     np.cumsum(per_row, out=set_offsets[1:])
-    sig = np.full((n, num_perm), SENTINEL, np.uint32)
+    sig = np.empty((n, num_perm), np.uint32)  # each row set by the pass, while in cache
     values = np.empty(int(set_offsets[-1]), np.uint32)
     keys = np.empty(n, U64)
     seed_mix = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], U64))[0]
