@@ -282,6 +282,52 @@ def test_the_fused_sketch_equals_the_separate_steps():
                 assert got.text_hashes.tolist() == want[4].tolist()
 
 
+def _aligned_rows(rng: random.Random) -> list[str]:
+    """Rows that put every case of an 8-bytes-at-a-time reader at every offset of a word:
+    words of 1-17 bytes, each separator, the bytes below 0x20 that are not separators,
+    capitals and the bytes beside them, a non-ASCII character after 0-16 ASCII bytes."""
+    ascii_ = "abcxyzAMZ@[`{09-" + "\x00\x01\x08\x0e\x1b\x7f"
+    seps = [" ", "\t", "\n", "\v", "\f", "\r", "\x1c", "\x1f", "  ", " \n\t "]
+    rows = []
+    for _ in range(400):
+        words = []
+        for _ in range(rng.randint(0, 9)):
+            word = "".join(rng.choice(ascii_) for _ in range(rng.randint(1, 17)))
+            if rng.random() < 0.3:  # a non-ASCII character somewhere in it
+                at = rng.randint(0, len(word))
+                word = word[:at] + rng.choice(["é", "É", "日", "😀", "ß", "Σ", "Ｆ"]) + word[at:]
+            words.append(word)
+        lead = " " * rng.randint(0, 8)
+        rows.append(lead + "".join(w + rng.choice(seps) for w in words)[: rng.randint(0, 200)])
+    return rows
+
+
+def test_the_fused_pass_reads_ascii_8_bytes_at_a_time_as_a_byte_at_a_time():
+    """Word rows' ASCII bytes are read 8 at a time (word arithmetic for the separators and
+    capitals, the row's end and the buffer's last bytes masked): the same tokens, shingles,
+    sets, signatures and keys as the byte-at-a-time reference, at every alignment, with the
+    buffer ending at each of the last rows (a row's last 8 bytes are then its buffer's)."""
+    from dataaudit.features.normalize import lower_table, tokenizable_rows
+    from dataaudit.sketches.minhash import sketch
+
+    rows = _aligned_rows(random.Random(11))
+    arr = pa.array(rows, pa.large_string())
+    for size in (len(rows), *range(1, 40)):
+        part = arr.slice(0, size)
+        want = _separate_steps(part, "word", 32, 3, 5)
+        texts = tokenizable_rows(part).to_pylist()  # what the table maps, as the reference reads
+        shingles = [h >> 32 for t in texts for h in ref_shingles(t, 3, 5, False)]
+        words = [len(ref_tokens(t, False)) for t in texts]
+        for got in (
+            sketch(part, 32, 3, "word", 5, table=lower_table(), normalize=tokenizable_rows),
+            sketch(tokenizable_rows(part), 32, 3, "word", 5),
+        ):
+            assert got.sets.values.tolist() == shingles, size
+            assert got.tokens.tolist() == words, size
+            assert (got.signatures == want[0]).all(), size
+            assert got.text_hashes.tolist() == want[4].tolist(), size
+
+
 def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkeypatch):
     from dataaudit.features.normalize import lower_table, tokenizable_rows
     from dataaudit.sketches import minhash
