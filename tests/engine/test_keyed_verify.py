@@ -306,3 +306,47 @@ def test_take_chunked_is_take_without_joining_the_chunks():
     for at in (np.array([5, 0, 3, 3, 1]), rng.integers(0, 6, 40), np.zeros(0, np.int64)):
         got = keyed_engine._take_chunked(col, at)
         assert got.to_pylist() == col.take(pa.array(at, pa.int64())).to_pylist()
+
+
+def _payload_piece(rows: list[int], split: int = 0) -> pa.Table:
+    return pa.table(
+        {
+            "row": pa.array(rows, pa.int64()),
+            "text": [f"t{r}" * 50 for r in rows],
+            "split": pa.array([split] * len(rows), pa.int16()),
+        }
+    )
+
+
+def test_a_failed_payload_write_is_raised_on_the_scan_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
+
+    def full(self, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(keyed_engine._SlicedWrites, "write", full)
+    store = keyed_engine.DiskSpill(tmp_path)
+    with pytest.raises(OSError, match="No space left"):
+        for lo in range(0, 400, 20):  # a later add_rows, or close(), raises it
+            store.add_rows(0, _payload_piece(list(range(lo, lo + 20))))
+        store.close()
+    store.remove()
+
+
+def test_candidate_pairs_beyond_the_held_bytes_go_to_disk(monkeypatch):
+    # the first hop's pairs stay in memory up to PAIRS_HELD, the rest in the scratch spill;
+    # either way the same clusters
+    records = _records(300)
+    want = _run(records, batch_size=32)[1]
+    written = []
+    put = keyed_engine.DiskSpill.put
+
+    def counting(self, index, p, piece):
+        if index == "pairs":
+            written.append(piece.num_rows)
+        put(self, index, p, piece)
+
+    monkeypatch.setattr(keyed_engine.DiskSpill, "put", counting)
+    assert _run(records, batch_size=32)[1] == want and not written
+    monkeypatch.setattr(keyed_engine, "PAIRS_HELD", 2000)
+    assert _run(records, batch_size=32)[1] == want and written
