@@ -335,6 +335,56 @@ class _SlicedWrites:
             self.closed = True
 
 
+#: payload batches a :class:`DiskSpill` lets wait for its writer thread (each up to
+#: :data:`ROWS_BATCH_BYTES`): the scan goes on while one is written and one waits, then blocks
+WRITE_BEHIND = 1
+
+
+class _WriteBehind:
+    """A thread that runs the payload writes in the order they came, while the scan folds the
+    next batches (``os.write`` releases the GIL; the Arrow stream writer too). At most
+    ``depth`` writes wait (:meth:`submit` blocks beyond: memory stays bounded); what a write
+    raises is raised on the caller's thread by the next :meth:`submit` or :meth:`wait`, and
+    the writes after it are skipped."""
+
+    def __init__(self, depth: int):
+        import queue
+        import threading
+
+        self.queue: Any = queue.Queue(max(depth, 1))
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="dataaudit-spill", daemon=True)
+        self.thread.start()
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self._raise()
+        self.queue.put((fn, args))
+
+    def wait(self) -> None:
+        """Every submitted write done (and the thread ended); raise what one raised."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is None:
+                fn, args = item
+                try:
+                    fn(*args)
+                except BaseException as exc:  # the caller's thread raises it
+                    self.error = exc
+
+
 def _row_span(batch: pa.RecordBatch) -> tuple[int, int]:
     """The node ids (:func:`_node_ids`) of a payload batch's first and last rows."""
     ends = indices(np.array([0, batch.num_rows - 1]))
@@ -375,6 +425,7 @@ class DiskSpill:
         self.pending: dict[str, list[pa.Table]] = {}  # add_rows' pieces not written yet
         self.rows: dict[str, list[tuple[pa.RecordBatch, int, int]]] = {}  # held, under budget
         self.streams: set[str] = set()  # add_rows' names with a stream on disk (or on its way)
+        self.behind: _WriteBehind | None = None  # add_rows' writer thread, while it writes
         if self.owner:  # an audit that raised mid-scan leaves no partitions behind
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
@@ -456,11 +507,18 @@ class DiskSpill:
             self.held += table.nbytes
             return
         self.streams.add(name)
-        self._stream_rows(name, table)
+        if WRITE_BEHIND <= 0:
+            self._stream_rows(name, table)
+            return
+        if self.behind is None:
+            self.behind = _WriteBehind(WRITE_BEHIND)
+            # a spill dropped mid-scan (its audit raised) ends its thread with it
+            weakref.finalize(self, self.behind.queue.put, None)
+        self.behind.submit(self._stream_rows, name, table)
 
     def _stream_rows(self, name: str, table: pa.Table) -> None:
-        """``table``'s batches appended to the payload stream of ``name``, each batch's byte
-        range and rows to its index."""
+        """``table``'s batches appended to the payload stream of ``name`` (on the writer thread
+        but for ``WRITE_BEHIND = 0``), each batch's byte range and rows to its index."""
         writer = self.writers.get((name, -1))
         if writer is None:
             folder = self.root / name
@@ -484,9 +542,16 @@ class DiskSpill:
         held = self.rows.get(rows_index(index), [])
         return PayloadRows(paths, splits, held) if paths or held else None
 
+    def _written(self) -> None:
+        """The payload writes the writer thread has not done yet, done (its errors raised)."""
+        if self.behind is not None:
+            behind, self.behind = self.behind, None
+            behind.wait()
+
     def close(self) -> None:
         for name in list(self.pending):
             self._write_rows(name)
+        self._written()
         for sink, writer in self.writers.values():
             writer.close()
             sink.close()
@@ -518,6 +583,8 @@ class DiskSpill:
         write or close that fails now is moot (its files go; removed after a failure, the
         first error stands)."""
         self.memory, self.rows, self.pending, self.held = {}, {}, {}, 0
+        with contextlib.suppress(Exception):
+            self._written()
         for sink, writer in self.writers.values():
             with contextlib.suppress(Exception):
                 writer.close()

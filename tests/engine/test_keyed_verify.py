@@ -318,6 +318,27 @@ def _payload_piece(rows: list[int], split: int = 0) -> pa.Table:
     )
 
 
+def test_payload_written_behind_is_the_same_bytes(tmp_path, monkeypatch):
+    # the writer thread writes what the scan's thread would have, in the same order; close()
+    # waits for it (the files are complete before the finish reads them)
+    monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)  # many batches, many writes
+    files = {}
+    for behind in (0, 1):
+        monkeypatch.setattr(keyed_engine, "WRITE_BEHIND", behind)
+        store = keyed_engine.DiskSpill(tmp_path / str(behind))
+        store.name = "w"
+        for lo in range(0, 400, 20):
+            store.add_rows(0, _payload_piece(list(range(lo, lo + 20)), split=lo // 200))
+        assert (store.behind is not None) == bool(behind)
+        store.close()
+        assert store.behind is None
+        folder = tmp_path / str(behind) / keyed_engine.rows_index(0)
+        files[behind] = {p.name: p.read_bytes() for p in folder.iterdir()}
+        got = store.payload(0, ["train", "test"]).take(np.array([5, (1 << 40) | 399]), ["text"])
+        assert got.column("text").to_pylist() == ["t5" * 50, "t399" * 50]
+    assert files[0] == files[1] and len(files[0]) == 2
+
+
 def test_a_failed_payload_write_is_raised_on_the_scan_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
 
@@ -330,6 +351,49 @@ def test_a_failed_payload_write_is_raised_on_the_scan_thread(tmp_path, monkeypat
         for lo in range(0, 400, 20):  # a later add_rows, or close(), raises it
             store.add_rows(0, _payload_piece(list(range(lo, lo + 20))))
         store.close()
+    store.remove()
+
+
+def test_payload_writes_waiting_are_bounded(tmp_path, monkeypatch):
+    # the scan blocks once WRITE_BEHIND writes wait beyond the one being written: the payload
+    # held for the writer is a few batches, whatever the corpus
+    import threading
+    import time
+
+    monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
+    release, started = threading.Event(), []
+    stream = keyed_engine.DiskSpill._stream_rows
+
+    def slow(self, name, table):
+        started.append(table.num_rows)
+        release.wait(10)
+        stream(self, name, table)
+
+    monkeypatch.setattr(keyed_engine.DiskSpill, "_stream_rows", slow)
+    store = keyed_engine.DiskSpill(tmp_path)
+    done = []
+
+    def scan():
+        for lo in range(0, 200, 20):
+            store.add_rows(0, _payload_piece(list(range(lo, lo + 20))))
+            done.append(lo)
+
+    thread = threading.Thread(target=scan)
+    thread.start()
+    for _ in range(1000):  # the writer has the first piece
+        if started:
+            break
+        time.sleep(0.01)
+    time.sleep(0.3)  # time for the scan to run ahead as far as it may
+    # one piece per write (each >= half a batch): one written, WRITE_BEHIND waiting, one
+    # more submit blocked -> the pieces added are the writes started + waiting + pending
+    assert len(started) == 1 and len(done) <= 1 + keyed_engine.WRITE_BEHIND + 1
+    release.set()
+    thread.join(10)
+    store.close()
+    assert len(done) == 10
+    got = store.payload(0, ["train"]).take(np.arange(200), ["text"])
+    assert got.column("text").to_pylist() == [f"t{r}" * 50 for r in range(200)]
     store.remove()
 
 
