@@ -583,6 +583,7 @@ def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps,
     (UTF-8 bytes packed in ``table``), as in the normalized text."""
     size = len(in_script)
     tsize = len(table)
+    nbuf = len(buf)
     for r in range(lo, hi):
         i, end = offsets[r], offsets[r + 1]
         w = 0
@@ -612,7 +613,13 @@ def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps,
                 n += 1
                 i += 1
                 continue
-            cp, step = _decode(buf, i, end)
+            x = U64(0)  # the character's bytes (no call taking ``buf``: see sketch_rows)
+            if i + 8 <= nbuf:
+                x = _load8(buf, i)
+            else:
+                for q in range(nbuf - i):
+                    x |= U64(buf[i + q]) << U64(8 * q)
+            cp, step = _decode8(x, end - i)
             w += prev
             prev = False
             c += 1
