@@ -136,6 +136,7 @@ LOWER = np.arange(256, dtype=np.uint8)
 LOWER[65:91] += 32
 TOKEN_SEED = U64(0x5EED)
 ROW_SEED = U64(0x2545F4914F6CDD1D)
+_NO_TABLE = np.full(1, -1, np.int64)  #: ``table`` of a kernel reading tokenizable text
 #: the top bit of each byte of a 64-bit word
 HIGH = U64(0x8080808080808080)
 #: 8 bytes are read as one little-endian word only on a little-endian machine
@@ -277,18 +278,21 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
     j = 0
     for r in range(len(offsets) - 1):
         i, hi = offsets[r], offsets[r + 1]
-        char = char_rows[r]
-        h = ROW_SEED
+        if not char_rows[r]:
+            end = word_tokens(buf, i, hi, False, _NO_TABLE, out, j)
+            h = ROW_SEED
+            for q in range(j, end):
+                h = _mix(h ^ out[q])
+            row_hashes[r] = _row_key(h, counts[r], empty)
+            j = end
+            continue
         while i < hi:
             if SEPARATOR[buf[i]]:
                 i += 1
                 continue
-            t, i = _token(buf, i, hi, char)
+            t, i = _token(buf, i, hi, True)
             out[j] = t
             j += 1
-            h = _mix(h ^ t)
-        if not char:
-            row_hashes[r] = _row_key(h, counts[r], empty)
     return out
 
 
@@ -297,17 +301,15 @@ def hash_word_rows(buf, offsets, rows, empty, out):
     """For each listed row, a 64-bit hash of its word sequence into ``out[row]`` (``empty`` for
     a row without words): equal for two rows exactly when their normalized texts are equal (up
     to hash collisions)."""
+    most = 0
     for r in rows:
-        i, hi = offsets[r], offsets[r + 1]
+        most = max(most, offsets[r + 1] - offsets[r])
+    tokens = np.empty(most // 2 + 1, U64)  # a row's word tokens (one takes 2 bytes or more)
+    for r in rows:
+        c = word_tokens(buf, offsets[r], offsets[r + 1], False, _NO_TABLE, tokens, 0)
         h = ROW_SEED
-        c = 0
-        while i < hi:
-            if SEPARATOR[buf[i]]:
-                i += 1
-                continue
-            t, i = _token(buf, i, hi, False)
-            h = _mix(h ^ t)
-            c += 1
+        for q in range(c):
+            h = _mix(h ^ tokens[q])
         out[r] = _row_key(h, c, empty)
     return out
 
@@ -739,9 +741,108 @@ def _word_hash(wh, ww, wn):
     return _mix(wh ^ ww ^ (U64(wn) << U64(56)) ^ TOKEN_SEED)
 
 
-# The fused pass is one function, not a few small inlined ones: numba wraps an inlined call
-# that takes an array and branches in a reference count increment and decrement (atomic), which
-# per word or per shingle cost more than the hashing (0.39 -> 0.20 CPU-s on 88 MB of text).
+@kernel(inline="always")
+def word_tokens(buf, i, end, raw, table, out, j):
+    """The hashes of the word tokens of the row ``buf[i:end]`` into ``out`` from ``j``; returns
+    the new ``j``. ``raw``: non-ASCII characters are mapped by ``table`` (as in
+    :func:`sketch_rows`), else read as they are (tokenizable text, as :func:`_token`).
+
+    ASCII bytes are read 8 at a time (:func:`_separators`, :func:`_lower8`, the word's end by
+    trailing zeros), others a character at a time. Called once per row, not per word: numba
+    wraps an inlined call that takes an array and branches in an atomic reference count
+    increment and decrement, which per word or per character cost more than the hashing."""
+    nbuf = len(buf)
+    wh = U64(0)
+    ww = U64(0)
+    wshift = U64(0)
+    wn = 0
+    while i < end or wn > 0:
+        done = i >= end  # a word ends (wn > 0 then)
+        x = U64(0)
+        valid = U64(0)
+        if not done and i + 8 <= nbuf:  # bytes past the row count as separators
+            x = _load8(buf, i)
+            valid = _valid(end - i)
+        if done:
+            pass
+        elif wn == 0 and valid != U64(0) and (x & HIGH & valid) == U64(0):
+            sep = (_separators(x) | ~valid) & HIGH
+            if sep & U64(0x80):  # separators: to the next word's first byte
+                word = ~sep & HIGH
+                i += _low_byte(word) if word != U64(0) else 8
+                continue
+            while True:  # an ASCII word, 8 bytes at a time
+                if sep != U64(0):  # it ends in these 8 bytes
+                    cut = _low_byte(sep)
+                    keep = (U64(1) << U64(8 * cut)) - U64(1)
+                    nxt = ~sep & HIGH & ~keep  # the next word's first byte, if here
+                    ww = _lower8(x) & keep
+                    wn += cut
+                    i += _low_byte(nxt) if nxt != U64(0) else 8
+                    done = True
+                    break
+                ww = _lower8(x)
+                wn += 8
+                i += 8
+                wshift = U64(64)  # a full word pending
+                if i >= end:
+                    done = True
+                    break
+                if i + 8 > nbuf:
+                    break
+                x = _load8(buf, i)
+                valid = _valid(end - i)
+                if (x & HIGH & valid) != U64(0):
+                    break  # a non-ASCII byte: the word goes on a character at a time
+                sep = (_separators(x) | ~valid) & HIGH
+                if sep & U64(0x80):
+                    done = True
+                    break
+                wh = _mix(wh ^ ww)
+        else:  # a character
+            if valid == U64(0):  # the buffer's last bytes
+                for q in range(min(8, nbuf - i)):
+                    x |= U64(buf[i + q]) << U64(8 * q)
+            b = x & U64(0xFF)
+            if b < U64(0x80) and SEPARATOR[b]:
+                i += 1
+                done = wn > 0
+            else:
+                if b < U64(0x80):
+                    packed, n, step = U64(LOWER[b]), 1, 1
+                elif raw:
+                    cp, step = _decode8(x, end - i)
+                    v = table[cp]
+                    packed, n = U64(v) & U64(0x00FFFFFFFFFFFFFF), v >> 56
+                else:
+                    packed, n = _raw_char(x, end - i)
+                    step = n
+                for q in range(n):
+                    wh, ww, wshift = _feed(wh, ww, wshift, (packed >> U64(8 * q)) & U64(0xFF))
+                wn += n
+                i += step
+        if done:
+            out[j] = _word_hash(wh, ww, wn)
+            j += 1
+            wh = U64(0)
+            ww = U64(0)
+            wshift = U64(0)
+            wn = 0
+    return j
+
+
+@kernel(inline="always")
+def _max_row_tokens(offsets, lo, hi, char_rows):
+    """Room for the tokens of any of rows ``lo:hi``: a word and its separator take at least 2
+    bytes; a character at least 1, and a mapped one of 2 or more bytes maps to at most 7 code
+    points."""
+    most = 0
+    for r in range(lo, hi):
+        size = offsets[r + 1] - offsets[r]
+        most = max(most, 4 * size if char_rows[r] else size // 2 + 1)
+    return most
+
+
 @kernel()
 def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, whole_short,
                 gn, set_offsets, sig, probes, sentinel, empty, keys, values):  # fmt: skip
@@ -753,13 +854,14 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
     :func:`densify` of the row; ``sig``'s rows are written whole), and the row's
     exact-duplicate key (the word sequence's hash, for char rows too) into ``keys``.
 
-    Word rows are read 8 bytes at a time while they are ASCII (:func:`_separators`,
-    :func:`_lower8`); other bytes, and char rows, a character at a time."""
+    A word row's tokens come from :func:`word_tokens` (into a scratch array, one call per
+    row), a char row's a character at a time. The per-token work is written out here, not in
+    inlined helpers taking arrays (see :func:`word_tokens`: 0.39 -> 0.20 CPU-s on 88 MB)."""
     k = sig.shape[1]
     top = U64(0xFFFFFFFE)
     ring = np.zeros(ngram, U64)
     orig = np.empty(k, np.uint32)
-    toks = np.empty(8, U64)  # the tokens of a step: a word's, or a character's code points
+    toks = np.empty(_max_row_tokens(offsets, lo, hi, char_rows), U64)  # a row's tokens
     nbuf = len(buf)
     for r in range(lo, hi):
         i, end = offsets[r], offsets[r + 1]
@@ -775,68 +877,26 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
         c = 0
         rowh = ROW_SEED
         words = 0
-        # the word being read (char rows too: their key is their word sequence's)
+        # a char row's word being read (its key is its word sequence's)
         wh = U64(0)
         ww = U64(0)
         wshift = U64(0)
         wn = 0
-        while i < end or wn > 0:
+        if not char:
+            nt = word_tokens(buf, i, end, is_raw, table, toks, 0)
+            words = nt
+        else:
             nt = 0
-            done = i >= end  # a word ends (wn > 0 then)
-            x = U64(0)
-            valid = U64(0)
-            if not done and i + 8 <= nbuf:  # bytes past the row count as separators
-                x = _load8(buf, i)
-                valid = _valid(end - i)
-            if done:
-                pass
-            elif not char and wn == 0 and valid != U64(0) and (x & HIGH & valid) == U64(0):
-                sep = (_separators(x) | ~valid) & HIGH
-                if sep & U64(0x80):  # separators: to the next word's first byte
-                    word = ~sep & HIGH
-                    i += _low_byte(word) if word != U64(0) else 8
-                    continue
-                while True:  # an ASCII word, 8 bytes at a time
-                    if sep != U64(0):  # it ends in these 8 bytes
-                        cut = _low_byte(sep)
-                        keep = (U64(1) << U64(8 * cut)) - U64(1)
-                        nxt = ~sep & HIGH & ~keep  # the next word's first byte, if here
-                        ww = _lower8(x) & keep
-                        wn += cut
-                        i += _low_byte(nxt) if nxt != U64(0) else 8
-                        done = True
-                        break
-                    ww = _lower8(x)
-                    wn += 8
-                    i += 8
-                    wshift = U64(64)  # a full word pending
-                    if i >= end:
-                        done = True
-                        break
-                    if i + 8 > nbuf:
-                        break
+        while char and (i < end or wn > 0):  # a token per code point; the key from words
+            if i < end:
+                x = U64(0)
+                if i + 8 <= nbuf:
                     x = _load8(buf, i)
-                    valid = _valid(end - i)
-                    if (x & HIGH & valid) != U64(0):
-                        break  # a non-ASCII byte: the word goes on a character at a time
-                    sep = (_separators(x) | ~valid) & HIGH
-                    if sep & U64(0x80):
-                        done = True
-                        break
-                    wh = _mix(wh ^ ww)
-                if not done:
-                    continue
-            else:  # a character
-                if valid == U64(0):  # the buffer's last bytes
-                    for q in range(min(8, nbuf - i)):
+                else:  # the buffer's last bytes
+                    for q in range(nbuf - i):
                         x |= U64(buf[i + q]) << U64(8 * q)
                 b = x & U64(0xFF)
-                if b < U64(0x80) and SEPARATOR[b]:
-                    i += 1
-                    done = wn > 0
-                    if not done:
-                        continue
-                else:
+                if b >= U64(0x80) or not SEPARATOR[b]:
                     if b < U64(0x80):
                         packed, n, step = U64(LOWER[b]), 1, 1
                     elif is_raw:
@@ -851,37 +911,38 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
                     wn += n
                     i += step
                     pos = 0
-                    while char and pos < n:  # a character token per code point
+                    while pos < n:
                         width = _width(np.int64((packed >> U64(8 * pos)) & U64(0xFF)))
                         _, one = _decode_packed(packed, pos, width)
                         pos += width
                         toks[nt] = _mix(one ^ (U64(width) << U64(56)) ^ TOKEN_SEED)
                         nt += 1
-            if done:  # a word token: into the key, and a shingle token of a word row
-                wt = _word_hash(wh, ww, wn)
-                rowh = _mix(rowh ^ wt)
-                words += 1
-                wh = U64(0)
-                ww = U64(0)
-                wshift = U64(0)
-                wn = 0
-                if not char:
-                    toks[0] = wt
-                    nt = 1
-            for q in range(nt):  # each token into the rolling shingle hash
-                t = toks[q]
-                acc = acc * GOLDEN + t - ring[p] * gn
-                ring[p] = t
-                p = p + 1 if p + 1 < ngram else 0
-                c += 1
-                if c >= ngram:  # _emit, inline
-                    sh = _mix(acc ^ seed_mix)
-                    values[o] = np.uint32(sh >> U64(32))
-                    o += 1
-                    if k > 0:
-                        bin_ = ((sh >> U64(32)) * U64(k)) >> U64(32)
-                        m = np.uint32(min(sh & U64(0xFFFFFFFF), top))
-                        sig[r, bin_] = min(m, sig[r, bin_])  # a store, not a branch
+                    continue
+                i += 1
+                if wn == 0:
+                    continue
+            rowh = _mix(rowh ^ _word_hash(wh, ww, wn))  # a word ends: a separator, or the end
+            words += 1
+            wh = U64(0)
+            ww = U64(0)
+            wshift = U64(0)
+            wn = 0
+        for q in range(nt):  # each token into the rolling shingle hash
+            t = toks[q]
+            if not char:
+                rowh = _mix(rowh ^ t)
+            acc = acc * GOLDEN + t - ring[p] * gn
+            ring[p] = t
+            p = p + 1 if p + 1 < ngram else 0
+            c += 1
+            if c >= ngram:  # _emit, inline
+                sh = _mix(acc ^ seed_mix)
+                values[o] = np.uint32(sh >> U64(32))
+                o += 1
+                if k > 0:
+                    bin_ = ((sh >> U64(32)) * U64(k)) >> U64(32)
+                    m = np.uint32(min(sh & U64(0xFFFFFFFF), top))
+                    sig[r, bin_] = min(m, sig[r, bin_])  # a store, not a branch
         if 0 < c < ngram and whole_short:  # one shingle of all tokens, zero-padded
             for _ in range(ngram - c):
                 acc = acc * GOLDEN
