@@ -414,3 +414,32 @@ def test_candidate_pairs_beyond_the_held_bytes_go_to_disk(monkeypatch):
     assert _run(records, batch_size=32)[1] == want and not written
     monkeypatch.setattr(keyed_engine, "PAIRS_HELD", 2000)
     assert _run(records, batch_size=32)[1] == want and written
+
+
+def test_groups_of_partitions_hold_at_most_the_pairs_asked():
+    counts = np.array([0, 5, 3, 0, 9, 1, 1, 12, 0])
+    assert keyed_engine._groups(counts, 8) == [[1, 2], [4], [5, 6], [7]]
+    assert keyed_engine._groups(counts, 100) == [[1, 2, 4, 5, 6, 7]]
+    assert keyed_engine._groups(np.zeros(4, np.int64), 8) == []
+
+
+def test_few_candidate_pairs_are_verified_together(monkeypatch):
+    # partitions of first ends verified in groups: the payload is looked up once a group,
+    # not once a partition; the clusters are the same
+    records = _records(600)
+    calls: list[int] = []
+    take = keyed_engine.PayloadRows.take
+
+    def counting(self, nodes, columns=None):
+        calls.append(len(nodes))
+        return take(self, nodes, columns)
+
+    monkeypatch.setattr(keyed_engine.PayloadRows, "take", counting)
+    monkeypatch.setattr(keyed_engine, "THREADS", 1)
+    together = _run(records, batch_size=32)[1]
+    grouped = len(calls)
+    calls.clear()
+    monkeypatch.setattr(keyed_engine, "VERIFY_PAIRS", 1)  # each partition alone
+    alone = _run(records, batch_size=32)[1]
+    assert together == alone
+    assert grouped < len(calls) and len(calls) > 2
