@@ -304,9 +304,10 @@ def _aligned_rows(rng: random.Random) -> list[str]:
 
 def test_the_fused_pass_reads_ascii_8_bytes_at_a_time_as_a_byte_at_a_time():
     """Word rows' ASCII bytes are read 8 at a time (word arithmetic for the separators and
-    capitals, the row's end and the buffer's last bytes masked): the same tokens, shingles,
-    sets, signatures and keys as the byte-at-a-time reference, at every alignment, with the
-    buffer ending at each of the last rows (a row's last 8 bytes are then its buffer's)."""
+    capitals, the row's end and the buffer's last bytes masked; UTF-8 bytes whose low 7 bits
+    are a separator's, as in 😀 F0 9F 98 80, are not one): the same tokens, shingles, sets,
+    signatures and keys as the byte-at-a-time reference, at every alignment, with the buffer
+    ending at each of the last rows (a row's last 8 bytes are then its buffer's)."""
     from dataaudit.features.normalize import lower_table, tokenizable_rows
     from dataaudit.sketches.minhash import sketch
 
@@ -326,6 +327,12 @@ def test_the_fused_pass_reads_ascii_8_bytes_at_a_time_as_a_byte_at_a_time():
             assert got.tokens.tolist() == words, size
             assert (got.signatures == want[0]).all(), size
             assert got.text_hashes.tolist() == want[4].tolist(), size
+        # the separate steps read words the same way (count_tokens, hash_tokens, text_hashes)
+        tt = tokenizable_rows(part)
+        sh = shingle(tt, 3, "word", 5)
+        assert (sh.hashes >> np.uint64(32)).tolist() == shingles, size
+        assert sh.tokens.tolist() == words, size
+        assert sh.text_hashes.tolist() == text_hashes(tt).tolist() == want[4].tolist(), size
 
 
 def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkeypatch):
