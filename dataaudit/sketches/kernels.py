@@ -400,19 +400,40 @@ def _decode(buf, i, hi):
     return cp, step
 
 
+@kernel(inline="always")
+def _tail8(buf, i):
+    """The bytes of ``buf`` from ``i`` (fewer than 8 left) as a little-endian word, zero-padded:
+    :func:`_load8` at the buffer's end."""
+    x = U64(0)
+    for q in range(len(buf) - i):
+        x |= U64(buf[i + q]) << U64(8 * q)
+    return x
+
+
 @kernel()
 def script_share(buf, offsets, rows, in_script):
-    """(code points, code points with ``in_script[cp]``) of each listed row (valid UTF-8)."""
+    """(code points, code points with ``in_script[cp]``) of each listed row (valid UTF-8).
+    8 ASCII bytes at a time where no ASCII character is in the script; characters decoded from
+    the 8 bytes loaded at them (no call taking ``buf``: see :func:`word_tokens`)."""
     total = np.zeros(len(rows), np.int64)
     hits = np.zeros(len(rows), np.int64)
     size = len(in_script)
+    ascii_in = False
+    for q in range(min(size, 128)):
+        ascii_in |= in_script[q]
+    nbuf = len(buf)
     for x in range(len(rows)):
         r = rows[x]
         i, hi = offsets[r], offsets[r + 1]
         c = 0
         h = 0
         while i < hi:
-            cp, step = _decode(buf, i, hi)
+            b8 = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
+            if not ascii_in and i + 8 <= hi and (b8 & HIGH) == U64(0):
+                c += 8
+                i += 8
+                continue
+            cp, step = _decode8(b8, hi - i)
             c += 1
             if cp < size and in_script[cp]:
                 h += 1
@@ -426,16 +447,28 @@ def script_share(buf, offsets, rows, in_script):
 def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
     """Each character ``c`` with ``index[c] >= 0`` replaced by its entry of ``rep_bytes``; also,
     per row, whether it holds a ``flagged`` character that was not replaced.
-    Returns (offsets, bytes, flagged rows)."""
+    Returns (offsets, bytes, flagged rows). 8 ASCII bytes at a time where no ASCII character is
+    replaced or flagged; characters decoded from the 8 bytes loaded at them."""
     n = len(offsets) - 1
     out_offsets = np.zeros(n + 1, np.int64)
     left = np.zeros(n, np.bool_)
     n_index, n_flag = len(index), len(flagged)
+    plain = True  # ASCII stays as it is
+    for q in range(min(n_index, 128)):
+        plain &= index[q] < 0
+    for q in range(min(n_flag, 128)):
+        plain &= not flagged[q]
+    nbuf = len(buf)
     for r in range(n):
         i, hi = offsets[r], offsets[r + 1]
         size = 0
         while i < hi:
-            cp, step = _decode(buf, i, hi)
+            x = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
+            if plain and i + 8 <= hi and (x & HIGH) == U64(0):
+                size += 8
+                i += 8
+                continue
+            cp, step = _decode8(x, hi - i)
             k = index[cp] if cp < n_index else -1
             if k >= 0:
                 size += rep_offsets[k + 1] - rep_offsets[k]
@@ -449,7 +482,14 @@ def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
     for r in range(n):
         i, hi, o = offsets[r], offsets[r + 1], out_offsets[r]
         while i < hi:
-            cp, step = _decode(buf, i, hi)
+            x = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
+            if plain and i + 8 <= hi and (x & HIGH) == U64(0):
+                for q in range(8):
+                    out[o + q] = np.uint8((x >> U64(8 * q)) & U64(0xFF))
+                o += 8
+                i += 8
+                continue
+            cp, step = _decode8(x, hi - i)
             k = index[cp] if cp < n_index else -1
             if k >= 0:
                 for q in range(rep_offsets[k], rep_offsets[k + 1]):
