@@ -170,6 +170,16 @@ def _load8(buf, i):
 
 
 @kernel(inline="always")
+def _tail8(buf, i):
+    """The bytes of ``buf`` from ``i`` (fewer than 8 left) as a little-endian word, zero-padded:
+    :func:`_load8` at the buffer's end."""
+    x = U64(0)
+    for q in range(len(buf) - i):
+        x |= U64(buf[i + q]) << U64(8 * q)
+    return x
+
+
+@kernel(inline="always")
 def _separators(x):
     """The top bit of each byte of ``x`` (8 ASCII bytes) that is in :data:`SEPARATOR`
     (9-13 and 28-32): each byte compared by an add that sets its top bit, no carry between
@@ -380,34 +390,6 @@ def densify(sig, table, sentinel):
     for r in range(n):
         _densify_row(sig[r], orig, table, sentinel)
     return sig
-
-
-@kernel(inline="always")
-def _decode(buf, i, hi):
-    """(code point, byte length) of the UTF-8 character starting at ``i`` (valid UTF-8)."""
-    b = np.int64(buf[i])
-    if b < 0x80:
-        return b, 1
-    if b < 0xE0:
-        cp, step = b & 0x1F, 2
-    elif b < 0xF0:
-        cp, step = b & 0x0F, 3
-    else:
-        cp, step = b & 0x07, 4
-    for q in range(1, step):
-        if i + q < hi:
-            cp = (cp << 6) | (np.int64(buf[i + q]) & 0x3F)
-    return cp, step
-
-
-@kernel(inline="always")
-def _tail8(buf, i):
-    """The bytes of ``buf`` from ``i`` (fewer than 8 left) as a little-endian word, zero-padded:
-    :func:`_load8` at the buffer's end."""
-    x = U64(0)
-    for q in range(len(buf) - i):
-        x |= U64(buf[i + q]) << U64(8 * q)
-    return x
 
 
 @kernel()
@@ -663,12 +645,8 @@ def scan_rows(buf, offsets, lo, hi, mapped, table, in_script, words, chars, cps,
                 n += 1
                 i += 1
                 continue
-            x = U64(0)  # the character's bytes (no call taking ``buf``: see sketch_rows)
-            if i + 8 <= nbuf:
-                x = _load8(buf, i)
-            else:
-                for q in range(nbuf - i):
-                    x |= U64(buf[i + q]) << U64(8 * q)
+            # the character's bytes (no call taking ``buf`` and branching: see word_tokens)
+            x = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
             cp, step = _decode8(x, end - i)
             w += prev
             prev = False
@@ -745,8 +723,8 @@ def _feed(h, w, shift, b):
 
 @kernel(inline="always")
 def _decode8(x, rem):
-    """:func:`_decode` of the character starting ``x`` (8 bytes from ``i``; ``rem``: bytes
-    left in the row): (code point, byte length)."""
+    """(code point, byte length) of the UTF-8 character starting ``x`` (8 bytes from its
+    first; ``rem``: bytes left in the row, the only ones read; valid UTF-8)."""
     b = np.int64(x & U64(0xFF))
     if b < 0x80:
         return b, 1
@@ -849,8 +827,7 @@ def word_tokens(buf, i, end, raw, table, out, j):
                 wh = _mix(wh ^ ww)
         else:  # a character
             if valid == U64(0):  # the buffer's last bytes
-                for q in range(min(8, nbuf - i)):
-                    x |= U64(buf[i + q]) << U64(8 * q)
+                x = _tail8(buf, i)
             b = x & U64(0xFF)
             if b < U64(0x80) and SEPARATOR[b]:
                 i += 1
@@ -937,12 +914,7 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
             nt = 0
         while char and (i < end or wn > 0):  # a token per code point; the key from words
             if i < end:
-                x = U64(0)
-                if i + 8 <= nbuf:
-                    x = _load8(buf, i)
-                else:  # the buffer's last bytes
-                    for q in range(nbuf - i):
-                        x |= U64(buf[i + q]) << U64(8 * q)
+                x = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
                 b = x & U64(0xFF)
                 if b >= U64(0x80) or not SEPARATOR[b]:
                     if b < U64(0x80):
