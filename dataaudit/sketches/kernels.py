@@ -258,29 +258,6 @@ def count_tokens(buf, offsets, char_rows):
 
 
 @kernel(inline="always")
-def _token(buf, i, hi, char):
-    """(hash, end) of the token starting at byte ``i`` (not a separator)."""
-    start = i
-    h = U64(0)
-    w = U64(LOWER[buf[i]])
-    shift = U64(8)
-    i += 1
-    while i < hi:
-        b = buf[i]
-        if SEPARATOR[b] or (char and (b & 0xC0) != 0x80):
-            break
-        b = LOWER[b]
-        if shift == U64(64):  # a full word and more to come: fold it
-            h = _mix(h ^ w)
-            w = U64(0)
-            shift = U64(0)
-        w |= U64(b) << shift
-        shift += U64(8)
-        i += 1
-    return _mix(h ^ w ^ (U64(i - start) << U64(56)) ^ TOKEN_SEED), i
-
-
-@kernel(inline="always")
 def _row_key(h, words, empty):
     """A row's exact-duplicate key from its folded word hashes (``ROW_SEED``, then
     ``h = mix(h ^ token)`` per word) and its word count."""
@@ -293,6 +270,7 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
     word row it also writes ``row_hashes[r]``, the hash of its word sequence (see
     :func:`hash_word_rows`), from the same token hashes; char rows are left to the caller."""
     out = np.empty(counts.sum(), U64)
+    nbuf = len(buf)
     j = 0
     for r in range(len(offsets) - 1):
         i, hi = offsets[r], offsets[r + 1]
@@ -304,13 +282,16 @@ def hash_tokens(buf, offsets, char_rows, counts, row_hashes, empty):
             row_hashes[r] = _row_key(h, counts[r], empty)
             j = end
             continue
-        while i < hi:
-            if SEPARATOR[buf[i]]:
+        while i < hi:  # a token per character: its lead byte and continuation bytes
+            x = _load8(buf, i) if i + 8 <= nbuf else _tail8(buf, i)
+            b = x & U64(0xFF)
+            if SEPARATOR[b]:
                 i += 1
                 continue
-            t, i = _token(buf, i, hi, True)
-            out[j] = t
+            packed, n = _raw_char(x, hi - i)
+            out[j] = _word_hash(U64(0), (packed & ~U64(0xFF)) | U64(LOWER[b]), n)
             j += 1
+            i += n
     return out
 
 
@@ -771,7 +752,7 @@ def _word_hash(wh, ww, wn):
 def word_tokens(buf, i, end, raw, table, out, j):
     """The hashes of the word tokens of the row ``buf[i:end]`` into ``out`` from ``j``; returns
     the new ``j``. ``raw``: non-ASCII characters are mapped by ``table`` (as in
-    :func:`sketch_rows`), else read as they are (tokenizable text, as :func:`_token`).
+    :func:`sketch_rows`), else read as they are (tokenizable text).
 
     ASCII bytes are read 8 at a time (:func:`_separators`, :func:`_lower8`, the word's end by
     trailing zeros), others a character at a time. Called once per row, not per word: numba
