@@ -46,13 +46,14 @@ So the payload crosses the network once per (row, partition of a partner), never
 or per pair, and no process holds more than one partition's rows.
 
 Locally the payload is not partitioned, and only the candidates' rows are read: the spill
-writes it once, as it comes (:meth:`DiskSpill.add_rows`: one Arrow stream per writer, each
-batch one split's rows in row order, with an index of the batches' byte ranges and rows); the
-first hop's candidate pairs, cut by the partition of their first end, are verified one
-partition at a time with both ends' payload taken from those files (:class:`PayloadRows`,
-:func:`verify_rows`), one batch's bytes mapped at a time. Most rows never become candidates, so most of the payload (DUP002: ~2 KB a row) is
-written and never read again; the partitioned form read each partition whole twice and wrote
-the first ends' payload a second time. Measured against it (``audit(select=["DUP002"],
+writes it once, as it comes, on a thread of its own (:meth:`DiskSpill.add_rows`: one Arrow
+stream per writer, each batch one split's rows in row order, with an index of the batches'
+byte ranges and rows); the first hop's candidate pairs, cut by the partition of their first
+end, are verified a few partitions at a time (up to :data:`VERIFY_PAIRS` pairs) with both
+ends' payload taken from those files (:class:`PayloadRows`, :func:`verify_rows`), one batch's
+bytes mapped at a time. Most rows never become candidates, so most of the payload (DUP002:
+~1.5-2 KB a row) is written and never read again; the partitioned form read each partition
+whole twice and wrote the first ends' payload a second time. Measured against it (``audit(select=["DUP002"],
 workers=2)``, 1M recombined Python-docs documents): parent CPU 17.4 -> 12.7-14.1 s, parent
 peak 1,263 -> 704-831 MB; LBL001 on 1M labelled rows: 55 -> 43 CPU-s, 1,785 -> 1,051 MB; the
 5M-document run of ``bench/bench_scale.py --spill``: parent peak 4,004 -> 2,460 MB. The payload
