@@ -333,17 +333,23 @@ def hash_shingles(tokens, counts, ngram, seed_mix, whole_short):
         elif c > 0 and whole_short:
             per_row[r] = 1
     out = np.empty(per_row.sum(), U64)
+    gn = U64(1)  # GOLDEN**ngram: the weight the oldest token leaves with (a rolling hash)
+    for _ in range(ngram):
+        gn *= GOLDEN
     first = 0
     j = 0
     for r in range(n):
         c = counts[r]
-        for s in range(per_row[r]):
+        if per_row[r]:
             acc = U64(0)
             for k in range(ngram):
-                t = s + k
-                acc = acc * GOLDEN + (tokens[first + t] if t < c else U64(0))
+                acc = acc * GOLDEN + (tokens[first + k] if k < c else U64(0))
             out[j] = _mix(acc ^ seed_mix)
             j += 1
+            for s in range(1, per_row[r]):  # the next shingle: one token in, one out
+                acc = acc * GOLDEN + tokens[first + s + ngram - 1] - tokens[first + s - 1] * gn
+                out[j] = _mix(acc ^ seed_mix)
+                j += 1
         first += c
     return out, per_row
 
