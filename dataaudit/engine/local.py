@@ -29,7 +29,13 @@ def scan(
     desc: str = "scanning",
 ) -> ScanState:
     """Fold (split, batch) pairs into every active rule. ``offsets`` start row ids per split;
-    ``desc`` names the stage on the progress bar."""
+    ``desc`` names the stage on the progress bar.
+
+    Batches are read here, not on a thread one batch ahead: tried (issue 13, DUP002 on 40k
+    documents, 12-25 alternating pairs, load ~1) it gained no wall time on JSON Lines, whose
+    reader already parses the next block on a thread (wall x0.97-1.06, CPU-s up to +7%); on
+    Parquet of long texts best-of wall fell 8-12% but median CPU-s rose up to 13-18%; small
+    batches (short texts) lose to the hand-offs (1M rows, Parquet: +4% wall and CPU-s)."""
     offsets = dict(offsets or {})
     bar = Progress(progress, total_rows, desc)
     timings = state.timings
