@@ -57,7 +57,8 @@ whole twice and wrote the first ends' payload a second time. Measured against it
 workers=2)``, 1M recombined Python-docs documents): parent CPU 17.4 -> 12.7-14.1 s, parent
 peak 1,263 -> 704-831 MB; LBL001 on 1M labelled rows: 55 -> 43 CPU-s, 1,785 -> 1,051 MB; the
 5M-document run of ``bench/bench_scale.py --spill``: parent peak 4,004 -> 2,460 MB. The payload
-is written in ~16 MB batches (:data:`ROWS_BATCH_BYTES`): a lookup pays ~0.5 ms per batch.
+is indexed in ~8-16 MB entries (:data:`ROWS_BATCH_BYTES`; each the pieces as they came, one
+Arrow batch a piece, not joined): a lookup pays ~0.5 ms per entry.
 A rule's ``fetch_columns`` (DUP002's snippets and shingle sets, LBL001's snippets) are what
 its finish reads for a few members only (the findings' examples): the finish reads them from
 those files (:meth:`Clusters.fetch`) instead of every member carrying them; where the finish
@@ -467,7 +468,7 @@ class DiskSpill:
         """A verifying rule's payload rows (:func:`emit_rows`, without keys; the split as its
         rank), written as they come: one Arrow stream per writer,
         ``<dir>/<index>.rows/<writer>.arrow``, each batch one split's rows in row order, and
-        beside it (``.idx.npy``, on :meth:`close`) each batch's byte range and first and last
+        beside it (``.idx.npy``, on :meth:`close`) each entry's byte range and first and last
         row, so :class:`PayloadRows` maps only the batches it reads."""
         name = rows_index(index)
         for column in table.column_names:  # a batch read alone has no dictionaries
@@ -492,8 +493,10 @@ class DiskSpill:
         pieces = self.pending.pop(name, [])
         if not pieces:
             return
+        # the pieces stay as they came, one Arrow batch each (one index entry covers them
+        # all): joining them into one batch copied the whole payload once more (DUP002, 40k
+        # documents: 61 MB, ~0.08 CPU-s on the scan thread)
         table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        table = table.combine_chunks()  # one piece of one chunk (as emit_rows makes): no copy
         rows = np.asarray(fixed(table.column("row")), np.int64)
         if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():  # pieces came out of order
             order = np.argsort(rows, kind="stable")
@@ -519,7 +522,7 @@ class DiskSpill:
 
     def _stream_rows(self, name: str, table: pa.Table) -> None:
         """``table``'s batches appended to the payload stream of ``name`` (on the writer thread
-        but for ``WRITE_BEHIND = 0``), each batch's byte range and rows to its index."""
+        but for ``WRITE_BEHIND = 0``), one index entry for them: byte range and rows."""
         writer = self.writers.get((name, -1))
         if writer is None:
             folder = self.root / name
@@ -528,12 +531,14 @@ class DiskSpill:
             writer = self.writers[(name, -1)] = (sink, pa.ipc.new_stream(sink, table.schema))
             self.blocks[name] = []
         sink, stream = writer
-        for batch in table.to_batches():
-            if not batch.num_rows:
-                continue
-            at = sink.tell()
+        batches = [batch for batch in table.to_batches() if batch.num_rows]
+        if not batches:
+            return
+        at = sink.tell()
+        for batch in batches:  # one entry for the lot (in row order): read back together
             stream.write_batch(batch)
-            self.blocks[name].append((at, sink.tell() - at, *_row_span(batch)))
+        first, last = _row_span(batches[0]), _row_span(batches[-1])
+        self.blocks[name].append((at, sink.tell() - at, first[0], last[1]))
 
     def payload(self, index: int, splits: list[str]) -> PayloadRows | None:
         """The payload rows :meth:`add_rows` wrote for rule ``index`` (every writer's), once
@@ -596,11 +601,11 @@ class DiskSpill:
 
 class PayloadRows:
     """A verifying rule's payload on disk, by row (:meth:`DiskSpill.add_rows`): Arrow streams,
-    each batch one split's rows in row order, found by the index of the batches' first and
-    last rows; a lookup maps the byte range of each batch it reads, alone, and copies the rows
-    it takes, so it touches the candidates' rows, not the whole payload (Arrow's own memory
-    map asks the kernel for a whole batch on every read, and a file kept mapped would count
-    every page read around a row in this process's RSS)."""
+    each batch one split's rows in row order, found by an index of entries (a run of batches:
+    byte range, first and last row); a lookup maps the byte range of each entry it reads,
+    alone, and copies the rows it takes, so it touches the candidates' rows, not the whole
+    payload (Arrow's own memory map asks the kernel for a whole batch on every read, and a
+    file kept mapped would count every page read around a row in this process's RSS)."""
 
     def __init__(
         self,
@@ -662,16 +667,36 @@ class PayloadRows:
                              access=mmap.ACCESS_READ)  # fmt: skip
         try:
             buf = pa.BufferReader(pa.py_buffer(view).slice(offset - start, length))
-            message = pa.ipc.read_message(buf)
-            if message.type == "schema":  # the stream's first batch comes after its schema
+            batches, message = [], None  # an entry's batches (the pieces as written), in order
+            while buf.tell() < length:
                 message = pa.ipc.read_message(buf)
-            batch = pa.ipc.read_record_batch(message, self.schemas[f])
-            out = pa.Table.from_batches([_take_rows(batch, rows, columns)])
-            del buf, message, batch  # no view of the mapping left: it can close
+                if message.type != "schema":  # the stream's first batch comes after its schema
+                    batches.append(pa.ipc.read_record_batch(message, self.schemas[f]))
+            out = _take_batches(batches, rows, columns)
+            del buf, message, batches  # no view of the mapping left: it can close
         finally:
             with contextlib.suppress(BufferError):  # still exported: unmapped with the last
                 view.close()
         return out
+
+
+def _take_batches(
+    batches: list[pa.RecordBatch], rows: np.ndarray, columns: list[str] | None
+) -> pa.Table:
+    """Rows ``rows`` (sorted row ids) of consecutive payload batches (in row order), copied,
+    each taken from its own batch (a take from the batches joined would copy them all)."""
+    if len(batches) == 1:
+        return pa.Table.from_batches([_take_rows(batches[0], rows, columns)])
+    lasts = np.array([_row_span(b)[1] & ((1 << 40) - 1) for b in batches], np.int64)
+    cuts = np.searchsorted(rows, lasts, side="right")
+    if cuts[-1] != len(rows):
+        raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
+    parts, lo = [], 0
+    for batch, hi in zip(batches, cuts.tolist()):
+        if hi > lo:
+            parts.append(_take_rows(batch, rows[lo:hi], columns))
+        lo = hi
+    return pa.Table.from_batches(parts)
 
 
 def _take_rows(batch: pa.RecordBatch, rows: np.ndarray, columns: list[str] | None):

@@ -339,6 +339,30 @@ def test_payload_written_behind_is_the_same_bytes(tmp_path, monkeypatch):
     assert files[0] == files[1] and len(files[0]) == 2
 
 
+def test_payload_pieces_are_written_as_they_came_not_joined(tmp_path, monkeypatch):
+    # an index entry covers several pieces, each its own Arrow batch (joining them copied the
+    # whole payload once more); a lookup takes each row from the piece that holds it
+    monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 64 << 10)
+    store = keyed_engine.DiskSpill(tmp_path)
+    pieces = [list(range(lo, lo + 7)) for lo in range(0, 700, 10)]  # gaps between pieces
+    for rows in pieces:
+        store.add_rows(0, _payload_piece(rows))
+    store.close()
+    (path,) = (tmp_path / keyed_engine.rows_index(0)).glob("*.arrow")
+    with pa.OSFile(str(path), "rb") as source:
+        batches = pa.ipc.open_stream(source).read_all().to_batches()
+    index = np.load(str(path)[: -len(".arrow")] + ".idx.npy")
+    assert [b.num_rows for b in batches] == [7] * len(pieces)
+    assert 1 < len(index) < len(batches)
+    payload = store.payload(0, ["train"])
+    want = np.array([699 - 3, 0, 16, 10, 12, 333, 696, 16])
+    got = payload.take(want, ["text"]).column("text").to_pylist()
+    assert got == [f"t{r}" * 50 for r in want]
+    with pytest.raises(ValueError, match="emitted no payload"):
+        payload.take(np.array([17]))  # between two pieces of one entry
+    store.remove()
+
+
 def test_a_failed_payload_write_is_raised_on_the_scan_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
 
