@@ -181,3 +181,29 @@ def test_default_audits_of_the_fixtures_do_not_import_pandas(tmp_path, fixture, 
     assert {code: status[code] for code in found} == found  # the planted issues: the rules ran
     for name in ("r.html", "f.jsonl") if extra else ():
         assert (tmp_path / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("given", [None, "2"])
+def test_the_cli_asks_openblas_for_one_thread_unless_told(tmp_path, given):
+    # OpenBLAS's thread per core spins ~0.1 s at numpy's import; nothing the rules do uses it
+    out = tmp_path / "env.json"
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a b c d e f"}\n')
+    prelude = "import os\n" + (
+        f"os.environ['OPENBLAS_NUM_THREADS'] = {given!r}\n"
+        if given
+        else "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+    )
+    prelude += (
+        "import atexit, json\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write("
+        "json.dumps(os.environ.get('OPENBLAS_NUM_THREADS'))))\n"
+    )
+    code = (
+        prelude + "import runpy, sys\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'TXT001', '-q']!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert json.loads(out.read_text()) == (given or "1")
