@@ -321,6 +321,11 @@ class FlagTable(dict):
                 columns[name] = pl.from_arrow(value).cast(dtype).alias(name)
         return pl.DataFrame(columns)
 
+    @property
+    def arrays(self) -> dict[str, Any]:
+        """The columns it holds (read only: the flags files are written from them)."""
+        return self._columns
+
     def flagged_rows(self) -> int:
         """How many distinct (split, row) pairs are flagged (the table is sorted by them)."""
         import numpy as np

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write, atomic_write_pieces, atomic_write_text, writes_stdout
+from .._io import atomic_write_pieces, atomic_write_text
 from ..errors import GateFailed, InputError
 from ..rule import Flags, RuleOutcome, Severity, Status
 from ..wording import plural
@@ -355,13 +355,7 @@ class Report:
         similarity, confidence or length, per rule; see ``dataaudit explain CODE``); ``detail``.
         ``apply()`` and ``dataaudit clean`` act on this table.
         """
-        stored = self.data.get("flags")
-        if stored is None:
-            raise InputError(
-                f"this report (schema {self.data.get('schema_version')}) does not store the row "
-                f"flags (reports do from schema 1.2 on); audit the data again with this version "
-                "of dataaudit."
-            )
+        stored = self._stored_flags()
         if isinstance(stored, FlagTable) and stored.columnar:  # built here: from its columns
             return stored.frame()
         return decode_flags(stored)
@@ -433,16 +427,23 @@ class Report:
         yield f"\n{pad}}}\n}}"
 
     def write_flags(self, path: str | Path) -> Path:
-        """Write the row flags as Parquet, CSV or JSONL, chosen by the file extension."""
+        """Write the row flags as Parquet, CSV or JSONL, chosen by the file extension (stdout:
+        CSV); the bytes ``Report.flags()``'s polars writers would, without importing polars."""
+        from .flag_files import write_flag_file
+
         fmt = flags_format(path)
-        frame = self.flags()
-        if writes_stdout(path):
-            return atomic_write_text(path, frame.write_csv())
-        if fmt == "csv":
-            return atomic_write(path, lambda p: frame.write_csv(p))
-        if fmt == "jsonl":
-            return atomic_write(path, lambda p: frame.write_ndjson(p))
-        return atomic_write(path, lambda p: frame.write_parquet(p))
+        return write_flag_file(self._stored_flags(), path, fmt)
+
+    def _stored_flags(self) -> Mapping[str, Any]:
+        """The report's flags table as stored (an error for a report from before it was)."""
+        stored = self.data.get("flags")
+        if stored is None:
+            raise InputError(
+                f"this report (schema {self.data.get('schema_version')}) does not store the row "
+                f"flags (reports do from schema 1.2 on); audit the data again with this version "
+                "of dataaudit."
+            )
+        return stored
 
     def to_html(self, path: str | Path | None = None) -> str:
         from .html import render_html

@@ -182,7 +182,7 @@ def test_json_and_flags_are_written_atomically(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     target = tmp_path / "again.parquet"
-    monkeypatch.setattr("polars.DataFrame.write_parquet", failing_dumps)
+    monkeypatch.setattr("pyarrow.parquet.ParquetWriter.write_table", failing_dumps)
     with pytest.raises(OSError):
         report.write_flags(target)
     assert not target.exists()
