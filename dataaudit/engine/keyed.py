@@ -308,7 +308,15 @@ ROWS_BATCH_BYTES = 16 << 20
 class _SlicedWrites:
     """A file written in 1 MB ``write`` calls: the payload's buffers are tens of MB, and on
     this kind of machine one large write costs 20-25% more CPU than the same bytes in 1 MB
-    writes (measured: 381 MB of Arrow batches, 1.3-2.2 vs 1.0-1.7 CPU-s)."""
+    writes (measured: 381 MB of Arrow batches, 1.3-2.2 vs 1.0-1.7 CPU-s).
+
+    Written through the page cache. ``O_DIRECT`` writes (staged in an aligned 1 MB buffer) were
+    built and measured for issue 13 and not kept: the copy into page-cache pages is the
+    largest kernel cost of a DUP002 scan, and going past it saved 0.1-0.2 CPU-s of 1.1-1.6 at
+    40k documents and 0.5 of 4.4 at 200k, but DUP002's lookups then read the candidates' rows
+    from the disk (they are spread over every payload batch): the finish went 0.34 -> 0.60 s
+    at 200k (page faults of an mmap, and ``posix_fadvise(WILLNEED)`` or a read-ahead thread
+    did not hide them), whole-process wall 3.01 -> 3.09 s."""
 
     def __init__(self, path: Path):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
