@@ -23,6 +23,7 @@ from dataaudit.sketches import kernels, xxh3
 #: linear algebra, the optional integrations and report formats nobody asked for, other rules
 NOT_FOR_DUP002 = {
     "pandas",  # pyarrow imports it for pa.array of numpy data; dataaudit._arrow builds from buffers
+    "polars",  # the flags files are written by Arrow (report/flag_files.py): ~0.09 s of imports
     "cffi",
     "pycparser",
     "scipy",  # numba imports it only to check its version (kernels._absent)
