@@ -659,7 +659,10 @@ def _one_blas_thread() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ._process import reuse_freed_memory
+
     _one_blas_thread()
+    reuse_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
     from .errors import DataAuditError

@@ -208,3 +208,41 @@ def test_the_cli_asks_openblas_for_one_thread_unless_told(tmp_path, given):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     assert json.loads(out.read_text()) == (given or "1")
+
+
+def test_the_cli_keeps_freed_memory_for_the_next_batch(monkeypatch):
+    # glibc: blocks up to 32 MB from the heap, which is never trimmed (each batch reuses what
+    # the last freed instead of faulting in fresh pages); anywhere else nothing is touched
+    import ctypes
+    import os
+
+    from dataaudit import _process
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(os, "confstr", lambda name: "glibc 2.36")
+    assert _process.reuse_freed_memory()
+    assert calls == [(-3, 32 << 20), (-1, (1 << 31) - 1)]
+    calls.clear()
+    monkeypatch.setattr(os, "confstr", lambda name: "musl")
+    assert not _process.reuse_freed_memory() and not calls
+
+
+def test_glibc_takes_the_cli_malloc_settings():
+    # the real call, in a fresh process: glibc accepts both values (mallopt returns 1)
+    code = "from dataaudit import _process; print(_process.reuse_freed_memory())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import os
+
+    try:
+        glibc = os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
+    except (AttributeError, ValueError, OSError):
+        glibc = False
+    assert proc.stdout.strip() == str(glibc)

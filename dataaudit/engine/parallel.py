@@ -49,6 +49,9 @@ def _not_sendable(what: str, exc: BaseException) -> str:
 def _init_worker(rules: list[tuple[bytes | None, Severity]], ctx: bytes) -> None:
     """Load the rules one by one: a rule that cannot be loaded here is an error of that rule
     only (a worker whose initializer raised would break the whole pool)."""
+    from .._process import reuse_freed_memory
+
+    reuse_freed_memory()
     _WORKER.clear()
     _WORKER["rules"], _WORKER["errors"] = [], {}
     try:
