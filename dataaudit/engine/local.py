@@ -144,7 +144,7 @@ def _finish_keyed(state: ScanState, run: RuleRun, ctx: AuditContext) -> RuleResu
     """A keyed rule's partitions, one at a time, into edges (verified in a second hop on disk
     if the rule verifies); their components into its result."""
     index = state.runs.index(run)
-    state.spill.close()
+    state.spill.close(wait=False)  # the payload's last writes go on while the partitions are read
     # the verification hop's pieces share the spill's memory budget (partitions are dropped
     # once read for the last time: run_local)
     scratch = keyed.DiskSpill(state.spill.root / f"hop-{index}", shared=state.spill)

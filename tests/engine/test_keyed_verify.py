@@ -363,6 +363,42 @@ def test_payload_pieces_are_written_as_they_came_not_joined(tmp_path, monkeypatc
     store.remove()
 
 
+def test_close_without_waiting_leaves_the_payload_writes_to_payload(tmp_path, monkeypatch):
+    # the local finish reads the partitions while the payload's last writes run; payload()
+    # waits for them, and a write that failed is raised there
+    import threading
+
+    monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
+    release = threading.Event()
+    stream = keyed_engine.DiskSpill._stream_rows
+
+    def slow(self, name, table):
+        release.wait(10)
+        stream(self, name, table)
+
+    monkeypatch.setattr(keyed_engine.DiskSpill, "_stream_rows", slow)
+    store = keyed_engine.DiskSpill(tmp_path)
+    store.add(0, 4, pa.table({"key": pa.array([1, 2], pa.uint64()), "row": [0, 1]}))
+    store.add_rows(0, _payload_piece(list(range(20))))
+    store.close(wait=False)  # returns while the payload write waits
+    assert not release.is_set() and store.table(0, 1).num_rows == 1
+    release.set()
+    got = store.payload(0, ["train"]).take(np.array([19]), ["text"])
+    assert got.column("text").to_pylist() == ["t19" * 50]
+    store.remove()
+
+    def full(self, name, table):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(keyed_engine.DiskSpill, "_stream_rows", full)
+    store = keyed_engine.DiskSpill(tmp_path / "full")
+    store.add_rows(0, _payload_piece(list(range(20))))
+    store.close(wait=False)
+    with pytest.raises(OSError, match="No space left"):
+        store.payload(0, ["train"])
+    store.remove()
+
+
 def test_a_failed_payload_write_is_raised_on_the_scan_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(keyed_engine, "ROWS_BATCH_BYTES", 4096)
 
