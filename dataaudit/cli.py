@@ -704,6 +704,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if argv is None:  # the program, not a caller in Python: the process ends next
+            _skip_exit_collection()
+
+
+def _skip_exit_collection() -> None:
+    """Python's exit runs a garbage collection over every object still alive (numba's and
+    pyarrow's modules: ~0.05 s of a 0.4 s audit); frozen, they are left to the process's end.
+    Finalizers registered to run at exit (spill folders, Ray, logging) and the closing of what
+    the modules hold still run; what the audit wrote is closed already."""
+    import gc
+
+    gc.freeze()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -246,3 +246,27 @@ def test_glibc_takes_the_cli_malloc_settings():
     except (AttributeError, ValueError, OSError):
         glibc = False
     assert proc.stdout.strip() == str(glibc)
+
+
+def test_the_program_leaves_its_objects_to_the_process_end(tmp_path):
+    # the exit's garbage collection over numba's and pyarrow's objects (~0.05 s) is skipped for
+    # the program; a caller of main() in Python keeps its collector as it was
+    out = tmp_path / "frozen.json"
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a b c d e f"}\n')
+    code = (
+        "import atexit, gc, json, runpy, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(gc.get_freeze_count())))\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'TXT001', '-q']!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert json.loads(out.read_text()) > 1000
+    import gc
+
+    from dataaudit import cli
+
+    before = gc.get_freeze_count()
+    assert cli.main(["audit", str(data), "--select", "TXT001", "-q"]) in (0, 1)
+    assert gc.get_freeze_count() == before
