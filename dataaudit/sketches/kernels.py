@@ -27,6 +27,12 @@ word ends found by word arithmetic while the bytes are ASCII, characters decoded
 word), and a loop run per byte, token or shingle calls no inlined helper that takes an array and
 branches: numba wraps such a call in an atomic reference count increment and decrement, which
 cost more than the work. Helpers there take scalars (or run once per row).
+
+And the kernels a near-duplicate audit runs allocate nothing: their outputs and scratch arrays
+come from the caller. A cached kernel that calls ``np.empty``, ``np.zeros`` or ``np.sort`` is
+loaded with an environment rebuilt from ``numba.np.arrayobj``, which imports it and nine more
+of numba's modules (~0.02 s of every such process, 5% of a small audit's). ``tests/
+test_startup.py`` checks a DUP002 audit never imports it.
 """
 
 from __future__ import annotations
@@ -480,27 +486,57 @@ def replace_chars(buf, offsets, index, rep_offsets, rep_bytes, flagged):
 
 
 @kernel()
-def sort_set_rows(offsets, values, rows):
-    """The listed rows' values, each sorted and distinct, as a new CSR: (offsets, values)."""
-    n = len(rows)
-    new = np.zeros(n + 1, np.int64)
-    total = 0
-    for x in range(n):
-        total += offsets[rows[x] + 1] - offsets[rows[x]]
-    out = np.empty(total, np.uint32)
+def sort_set_rows(offsets, values, rows, new, out, tmp, count):
+    """The listed rows' values, each sorted and distinct, as a CSR into ``new`` (rows + 1,
+    zeros) and ``out`` (the rows' total size); returns how many of ``out`` are used. ``tmp``
+    (the longest row) and ``count`` (256) are scratch: each row is sorted in place by an 8-bit
+    LSD radix sort (insertion sort for short rows), not ``np.sort``, so that no kernel of a
+    near-duplicate audit allocates (see the module docstring)."""
     o = 0
-    for x in range(n):
+    for x in range(len(rows)):
         lo, hi = offsets[rows[x]], offsets[rows[x] + 1]
-        if hi > lo:
-            s = np.sort(values[lo:hi])
-            out[o] = s[0]
-            o += 1
-            for k in range(1, hi - lo):
-                if s[k] != s[k - 1]:
-                    out[o] = s[k]
-                    o += 1
+        m = hi - lo
+        for k in range(m):
+            out[o + k] = values[lo + k]
+        if m <= 48:
+            for k in range(1, m):
+                v = out[o + k]
+                j = k - 1
+                while j >= 0 and out[o + j] > v:
+                    out[o + j + 1] = out[o + j]
+                    j -= 1
+                out[o + j + 1] = v
+        else:
+            for shift in range(0, 32, 8):
+                sh = U64(shift)
+                for d in range(256):
+                    count[d] = 0
+                into_tmp = shift % 16 == 0  # passes alternate out -> tmp -> out
+                for k in range(m):
+                    v = out[o + k] if into_tmp else tmp[k]
+                    count[(U64(v) >> sh) & U64(255)] += 1
+                total = 0
+                for d in range(256):
+                    c = count[d]
+                    count[d] = total
+                    total += c
+                for k in range(m):
+                    v = out[o + k] if into_tmp else tmp[k]
+                    d = (U64(v) >> sh) & U64(255)
+                    if into_tmp:
+                        tmp[count[d]] = v
+                    else:
+                        out[o + count[d]] = v
+                    count[d] += 1
+        if m > 0:
+            w = o
+            for k in range(o + 1, o + m):
+                if out[k] != out[w]:
+                    w += 1
+                    out[w] = out[k]
+            o = w + 1
         new[x + 1] = o
-    return new, out[:o].copy()
+    return o
 
 
 @kernel()
@@ -548,11 +584,10 @@ def jaccard_pairs(offsets, values, a, b, sig, threshold, z, sentinel, out):
 
 
 @kernel()
-def band_keys(sig, idx, start, stop, init):
+def band_keys(sig, idx, start, stop, init, out):
     """:func:`dataaudit.sketches.lsh.signature_keys` of columns ``start:stop`` for the rows
-    ``idx`` (one pass, no temporaries): ``key = (key ^ v) * GOLDEN; key ^= key >> 29`` per
-    value from ``init``, then the splitmix64 finalizer."""
-    out = np.empty(len(idx), U64)
+    ``idx`` (one pass, no temporaries) into ``out``: ``key = (key ^ v) * GOLDEN; key ^= key >>
+    29`` per value from ``init``, then the splitmix64 finalizer."""
     for x in range(len(idx)):
         r = idx[x]
         key = init
@@ -572,11 +607,11 @@ def _root(parent, x):
 
 
 @kernel()
-def component_labels(n, a, b):
+def component_labels(n, a, b, parent, size, out):
     """Connected components of the edges ``(a[k], b[k])`` by union-find, always linking the
     larger root under the smaller, so a component's root is its smallest row: that row per row,
-    or -1 for a row alone."""
-    parent = np.arange(n)
+    or -1 for a row alone, into ``out`` (-1s). ``parent`` (0..n-1) and ``size`` (zeros) are the
+    caller's scratch (no kernel of a near-duplicate audit allocates: the module docstring)."""
     for k in range(len(a)):
         x = _root(parent, a[k])
         y = _root(parent, b[k])
@@ -584,11 +619,9 @@ def component_labels(n, a, b):
             parent[y] = x
         elif y < x:
             parent[x] = y
-    size = np.zeros(n, np.int64)
     for i in range(n):
         parent[i] = _root(parent, i)
         size[parent[i]] += 1
-    out = np.full(n, -1, np.int64)
     for i in range(n):
         if size[parent[i]] > 1:
             out[i] = parent[i]
@@ -850,21 +883,20 @@ def word_tokens(buf, i, end, raw, table, out, j):
     return j
 
 
-@kernel(inline="always")
-def _max_row_tokens(offsets, lo, hi, char_rows):
-    """Room for the tokens of any of rows ``lo:hi``: a word and its separator take at least 2
-    bytes; a character at least 1, and a mapped one of 2 or more bytes maps to at most 7 code
-    points."""
-    most = 0
-    for r in range(lo, hi):
-        size = offsets[r + 1] - offsets[r]
-        most = max(most, 4 * size if char_rows[r] else size // 2 + 1)
-    return most
+def max_row_tokens(offsets: np.ndarray, lo: int, hi: int, char_rows: np.ndarray) -> int:
+    """Room for the tokens of any of rows ``lo:hi`` (:func:`sketch_rows`' ``toks``): a word
+    and its separator take at least 2 bytes; a character at least 1, and a mapped one of 2 or
+    more bytes maps to at most 7 code points."""
+    if hi <= lo:
+        return 0
+    size = offsets[lo + 1 : hi + 1] - offsets[lo:hi]
+    return int(np.max(np.where(char_rows[lo:hi], 4 * size, size // 2 + 1)))
 
 
 @kernel()
 def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, whole_short,
-                gn, set_offsets, sig, probes, sentinel, empty, keys, values):  # fmt: skip
+                gn, set_offsets, sig, probes, sentinel, empty, keys, values,
+                ring, orig, toks):  # fmt: skip
     """Rows ``lo:hi`` of raw (``raw[r]``: map non-ASCII characters by ``table``) or
     tokenizable text, in one pass: the token hashes of :func:`hash_tokens`, the shingle hashes
     of :func:`hash_shingles` (a rolling form of the same polynomial: ``gn = GOLDEN**ngram``),
@@ -875,12 +907,11 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
 
     A word row's tokens come from :func:`word_tokens` (into a scratch array, one call per
     row), a char row's a character at a time. The per-token work is written out here, not in
-    inlined helpers taking arrays (see :func:`word_tokens`: 0.39 -> 0.20 CPU-s on 88 MB)."""
+    inlined helpers taking arrays (see :func:`word_tokens`: 0.39 -> 0.20 CPU-s on 88 MB).
+    Scratch from the caller: ``ring`` (ngram), ``orig`` (num_perm) and ``toks`` (a row's
+    tokens: :func:`max_row_tokens`)."""
     k = sig.shape[1]
     top = U64(0xFFFFFFFE)
-    ring = np.zeros(ngram, U64)
-    orig = np.empty(k, np.uint32)
-    toks = np.empty(_max_row_tokens(offsets, lo, hi, char_rows), U64)  # a row's tokens
     nbuf = len(buf)
     for r in range(lo, hi):
         i, end = offsets[r], offsets[r + 1]
@@ -977,7 +1008,8 @@ def _densify_row(row, orig, table, sentinel):
         empty += row[j] == sentinel
     if empty == 0 or empty == k:
         return
-    orig[:] = row
+    for j in range(k):  # not orig[:] = row: a slice assignment's shape check loads arrayobj
+        orig[j] = row[j]
     for j in range(k):
         if orig[j] != sentinel:
             continue

@@ -86,7 +86,8 @@ def signature_keys(
     idx = np.arange(len(signatures), dtype=np.int64) if rows is None else rows
     init = U64(((start + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
     sig = signatures if signatures.dtype == np.uint32 else signatures.astype(np.uint32)
-    return band_keys(sig, np.ascontiguousarray(idx, np.int64), int(start), int(stop), init)
+    idx = np.ascontiguousarray(idx, np.int64)
+    return band_keys(sig, idx, int(start), int(stop), init, np.empty(len(idx), U64))
 
 
 def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,9 +216,16 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.full(n, -1, np.int64)
     from .kernels import component_labels
 
-    return component_labels(
-        int(n), np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
+    out = np.full(n, -1, np.int64)
+    component_labels(
+        int(n),
+        np.ascontiguousarray(a, np.int64),
+        np.ascontiguousarray(b, np.int64),
+        np.arange(n, dtype=np.int64),  # each row its own parent
+        np.zeros(n, np.int64),  # component sizes
+        out,
     )
+    return out
 
 
 def _verify(

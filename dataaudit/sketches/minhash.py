@@ -266,13 +266,23 @@ class ShingleSets:
             return self
         from .kernels import sort_set_rows
 
-        rows = np.arange(len(self), dtype=np.int64) if rows is None else rows
-        offsets, values = sort_set_rows(
-            np.ascontiguousarray(self.offsets, np.int64),
-            np.ascontiguousarray(self.values, np.uint32),
-            np.ascontiguousarray(rows, np.int64),
+        rows = np.ascontiguousarray(
+            np.arange(len(self), dtype=np.int64) if rows is None else rows, np.int64
         )
-        return ShingleSets(offsets, values, True)
+        offsets = np.ascontiguousarray(self.offsets, np.int64)
+        sizes = offsets[rows + 1] - offsets[rows]
+        new = np.zeros(len(rows) + 1, np.int64)
+        out = np.empty(int(sizes.sum()), np.uint32)
+        used = sort_set_rows(
+            offsets,
+            np.ascontiguousarray(self.values, np.uint32),
+            rows,
+            new,
+            out,
+            np.empty(int(sizes.max(initial=0)), np.uint32),  # scratch: the longest row
+            np.empty(256, np.int64),  # scratch: radix counts
+        )
+        return ShingleSets(new, out[:used].copy() if used < len(out) else out, True)
 
     @staticmethod
     def concat(parts: list[ShingleSets], *, consume: bool = False) -> ShingleSets:
@@ -471,7 +481,7 @@ def sketch(
     text), which is applied only to the rows holding a character without a mapping. ASCII rows
     are never copied. ``unit``: "word", "char" or "auto" (as :func:`shingle_auto`).
     """
-    from .kernels import sketch_rows
+    from .kernels import max_row_tokens, sketch_rows
 
     if unit not in ("word", "char", "auto"):
         raise ValueError(f"unit={unit!r}: use 'word', 'char' or 'auto'")
@@ -506,7 +516,13 @@ def sketch(
     table = table if table is not None else np.full(1, -1, np.int64)
     rest = (raw, cjk, table, ngram, seed_mix, True, gn, set_offsets, sig, probes, SENTINEL)
     rest += (EMPTY_HASH, keys, values)
-    _map(lambda lo, hi: sketch_rows(data, offsets, lo, hi, *rest), _ranges(n, offsets))
+
+    def run(lo: int, hi: int) -> None:  # scratch per range (the kernel allocates nothing)
+        toks = np.empty(max_row_tokens(offsets, lo, hi, cjk), U64)
+        scratch = (np.zeros(ngram, U64), np.empty(num_perm, np.uint32), toks)
+        sketch_rows(data, offsets, lo, hi, *rest, *scratch)
+
+    _map(run, _ranges(n, offsets))
     code = np.where(cjk, 2, 1).astype(np.uint8)
     return Sketch(
         sig,

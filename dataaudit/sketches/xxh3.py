@@ -120,10 +120,9 @@ def _mix16(b, i, key):
 
 
 @kernel()
-def _long(b, lo, n):
-    """Inputs of more than 240 bytes: 8 accumulators over 64-byte stripes, scrambled per
-    1024-byte block by the secret's last 64 bytes."""
-    acc = np.empty(8, np.uint64)
+def _long(b, lo, n, acc):
+    """Inputs of more than 240 bytes: 8 accumulators (``acc``, the caller's scratch) over
+    64-byte stripes, scrambled per 1024-byte block by the secret's last 64 bytes."""
     acc[0], acc[1], acc[2], acc[3] = P32_3, P64_1, P64_2, P64_3
     acc[4], acc[5], acc[6], acc[7] = P64_4, P32_2, P64_5, P32_1
     stripes = (192 - 64) // 8  # per block
@@ -156,8 +155,9 @@ def _long(b, lo, n):
 
 
 @kernel()
-def _xxh3(b, lo, n):
-    """XXH3_64bits of ``b[lo:lo + n]`` with seed 0 and the default secret."""
+def _xxh3(b, lo, n, acc):
+    """XXH3_64bits of ``b[lo:lo + n]`` with seed 0 and the default secret (``acc``: 8 uint64
+    of scratch for long inputs)."""
     if n <= 16:
         if n > 8:
             in_lo = _r64(b, lo) ^ FLIP_9TO16_LO
@@ -205,14 +205,14 @@ def _xxh3(b, lo, n):
             acc += _mix16(b, lo + 16 * k, 16 * (k - 8) + 3)
         acc += _mix16(b, lo + n - 16, _LAST_KEY)
         return _avalanche(acc)
-    return _long(b, lo, n)
+    return _long(b, lo, n, acc)
 
 
 @kernel()
-def _rows(buf, offsets, out):
+def _rows(buf, offsets, out, acc):
     for r in range(len(offsets) - 1):
         lo = offsets[r]
-        out[r] = _xxh3(buf, lo, offsets[r + 1] - lo)
+        out[r] = _xxh3(buf, lo, offsets[r + 1] - lo, acc)
     return out
 
 
@@ -220,6 +220,6 @@ def xxh3_64_rows(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     """``xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]])`` for every row, as uint64
     (``offsets``: int64, one more than the rows; ``data``: uint8)."""
     out = np.empty(len(offsets) - 1, np.uint64)
-    if len(out):
-        _rows(data, np.asarray(offsets, np.int64), out)
+    if len(out):  # the kernels allocate nothing (see the kernels module's docstring)
+        _rows(data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64))
     return out

@@ -48,6 +48,30 @@ def test_sets_are_sorted_distinct_and_match_python():
     np.testing.assert_array_equal(pair_jaccard(raw_sets, i, j), got)
 
 
+def test_sorted_sets_match_numpy_for_every_length_and_value_range():
+    # the in-kernel sort (insertion up to 48 values, 8-bit radix beyond: no np.sort, so the
+    # kernel allocates nothing) against np.unique, on every byte of the 32-bit values, with
+    # duplicates, empty rows and rows listed out of order or twice
+    from dataaudit.sketches.minhash import ShingleSets
+
+    rng = np.random.default_rng(11)
+    sizes = np.array([0, 1, 2, 47, 48, 49, 50, 300, 0, 1000, 5, 257], np.int64)
+    parts = []
+    for i, n in enumerate(sizes):
+        top = [2**32, 300, 2**32, 2**8, 2**32][i % 5]  # few values: many duplicates
+        parts.append(rng.integers(0, top, size=n, dtype=np.uint64).astype(np.uint32))
+    parts[3][:] = np.arange(47, dtype=np.uint32)[::-1] * np.uint32(2**26)  # reversed, top byte
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    sets = ShingleSets(offsets, np.concatenate(parts), False)
+    for rows in (None, np.array([11, 0, 9, 9, 3, 7], np.int64)):
+        got = sets.sorted(rows)
+        listed = range(len(sizes)) if rows is None else rows
+        assert got.distinct and len(got) == len(listed)
+        for r, src in enumerate(listed):
+            assert got.row(r).tolist() == np.unique(parts[src]).tolist()
+        assert len(got.values) == got.offsets[-1]
+
+
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.9])
 @pytest.mark.parametrize("size", [2, 5, 12, 60, 500])
 def test_estimate_cut_keeps_every_pair_at_the_threshold(threshold, size):
