@@ -272,13 +272,13 @@ def _raw_limit() -> int:
 
 
 def _table_cache() -> Path | None:
-    """Where :func:`lower_table` keeps its table: beside this file (``__pycache__``, as numba
-    keeps the kernels), else in the user's cache folder; the name holds a hash of what the table
-    depends on (this module and its Unicode ranges, the kernels' separators, the Unicode data,
-    pyarrow's version), so a changed input never reads an old table. None if neither folder is
-    writable."""
+    """Where :func:`lower_table` keeps its table (:func:`dataaudit._cache.cache_file`); the
+    name holds a hash of what the table depends on (this module and its Unicode ranges, the
+    kernels' separators, the Unicode data, pyarrow's version), so a changed input never reads
+    an old table. None if no folder is writable."""
     import hashlib
-    import os
+
+    from .._cache import cache_file
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
@@ -294,35 +294,13 @@ def _table_cache() -> Path | None:
     digest.update(
         f"{unicodedata.unidata_version}|{pa.__version__}|{np.dtype(np.int64).str}".encode()
     )
-    name = f"lower_table-{digest.hexdigest()[:20]}.npy"
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for folder in (here / "__pycache__", Path(home) / "dataaudit"):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK) or (folder / name).is_file():
-            return folder / name
-    return None
+    return cache_file(here, f"lower_table-{digest.hexdigest()[:20]}.npy")
 
 
 def _save_quietly(path: Path, table: np.ndarray) -> None:
-    """Write the table beside its final name and rename it there (processes that build it at
-    once each write a whole file); a cache that cannot be written is only slower."""
-    import os
-    import tempfile
+    from .._cache import write_quietly
 
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lower_table-", suffix=".npy")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, table, allow_pickle=False)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    write_quietly(path, lambda f: np.save(f, table, allow_pickle=False))
 
 
 def build_lower_table() -> np.ndarray:

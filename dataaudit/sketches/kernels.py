@@ -123,6 +123,72 @@ def _runtime() -> Any:
 _RUNTIME = _runtime()
 
 
+def _nrt_compiler() -> Any:
+    try:
+        from numba.core.runtime import nrtdynmod
+    except ImportError:
+        return None
+    return getattr(nrtdynmod, "compile_nrt_functions", None)
+
+
+#: numba's own compile of its runtime module (what the cached one stands for)
+_COMPILE_NRT = _nrt_compiler()
+
+
+def _nrt_cache(codegen: Any) -> Any:
+    """The file of the runtime module's compiled library: keyed by numba's, llvmlite's and
+    Python's versions and the machine code numba targets (``codegen.magic_tuple()``)."""
+    import hashlib
+    from pathlib import Path
+
+    import llvmlite
+
+    from .._cache import cache_file
+
+    key = repr((numba.__version__, llvmlite.__version__, sys.version, codegen.magic_tuple()))
+    name = f"nrt-{hashlib.sha256(key.encode()).hexdigest()[:20]}.pkl"
+    return cache_file(Path(__file__).resolve().parent, name)
+
+
+def _cached_nrt_functions(ctx: Any) -> Any:
+    """numba's runtime module (atomic reference counts, ``NRT_incref``/``NRT_decref``, the
+    cached kernels link to it), loaded as numba loads a cached kernel (object code and bitcode:
+    ``serialize_using_object_code``) instead of compiled in every process: numba compiles it at
+    the first kernel load, ~0.02 of its ~0.025 s. Missing or unreadable, it is compiled as numba
+    does and written for the next process."""
+    import pickle
+
+    codegen = ctx.codegen()
+    path = _nrt_cache(codegen)
+    if path is not None and path.is_file():
+        try:
+            with open(path, "rb") as f:
+                state = pickle.load(f)
+            return codegen.unserialize_library(state)
+        except Exception:  # noqa: BLE001 - damaged or unreadable: compiled below
+            pass
+    from numba.core.runtime import nrtdynmod
+
+    create = getattr(nrtdynmod, "create_nrt_module", None)
+    if path is None or create is None:
+        return _COMPILE_NRT(ctx)
+    ir_mod, library = create(ctx)  # what numba's compile does, keeping the object code
+    library.enable_object_caching()
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    from .._cache import write_quietly
+
+    state = library.serialize_using_object_code()
+    write_quietly(path, lambda f: pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL))
+    return library
+
+
+if _COMPILE_NRT is not None and _RUNTIME is not None:
+    from numba.core.runtime import nrtdynmod as _nrtdynmod
+
+    _nrtdynmod.compile_nrt_functions = _cached_nrt_functions
+
+
 def kernel(**options: Any) -> Any:
     """``numba.njit(nogil=True)`` with the machine code cached on disk where numba can write
     (beside this file, else its user cache directory), loaded without numba's context refresh

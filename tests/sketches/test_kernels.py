@@ -228,6 +228,42 @@ def test_a_kernel_compiles_then_loads_from_its_cache_without_the_registries(tmp_
     assert _fresh_kernel_call(str(tmp_path)) == "[]"
 
 
+def _fresh_kernel_with_nrt(nrt_file: str, compile_allowed: bool) -> str:
+    """count_tokens in a fresh process whose numba runtime module is cached in ``nrt_file``;
+    with ``compile_allowed=False`` compiling that module fails the process."""
+    code = (
+        "import numpy as np\n"
+        "from pathlib import Path\n"
+        "from dataaudit.sketches import kernels\n"
+        f"kernels._nrt_cache = lambda codegen: Path({nrt_file!r})\n"
+        + (
+            ""
+            if compile_allowed
+            else "def no(*a):\n    raise AssertionError('compiled the runtime module')\n"
+            "kernels._COMPILE_NRT = no\n"
+            "import numba.core.runtime.nrtdynmod as m\n"
+            "m.create_nrt_module = no\n"
+        )
+        + "n = kernels.count_tokens(np.frombuffer(b'a b c', np.uint8), np.array([0, 5]),\n"
+        "                         np.zeros(1, np.bool_))\n"
+        "print(n.tolist())\n"
+    )
+    return run_python(code)
+
+
+@pytest.mark.parametrize("damage", [None, b"not a pickle", b""])
+def test_numbas_runtime_module_is_loaded_from_its_cache(tmp_path, damage):
+    """numba compiles its runtime module (reference counting the kernels link to) at the first
+    kernel load of every process, ~0.02 s; kernels.py keeps it on disk as numba keeps a kernel.
+    A damaged file is compiled again and rewritten, never an error."""
+    nrt = tmp_path / "nrt.pkl"
+    if damage is not None:
+        nrt.write_bytes(damage)
+    assert _fresh_kernel_with_nrt(str(nrt), compile_allowed=True) == "[3]"
+    assert nrt.stat().st_size > 1000  # written (or rewritten) by the compile
+    assert _fresh_kernel_with_nrt(str(nrt), compile_allowed=False) == "[3]"
+
+
 SPECIALS = ["Straße", "ΣΑΣ", "ﬁne", "Ｆｕｌｌ", "İstanbul", "\u00a0", "\u1680", "e\u0301", "K\u212a",
             "𐐀", "\U00020000", "，", "²", "™", "Ⅸ", "\u3000", "…", "ǅ", "ẞ", "\u0130", "ß"]  # fmt: skip
 
