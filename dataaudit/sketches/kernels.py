@@ -159,7 +159,10 @@ def _cached_nrt_functions(ctx: Any) -> Any:
     import pickle
 
     codegen = ctx.codegen()
-    path = _nrt_cache(codegen)
+    try:
+        path = _nrt_cache(codegen)
+    except Exception:  # noqa: BLE001 - a numba without magic_tuple: compiled, not cached
+        path = None
     if path is not None and path.is_file():
         try:
             with open(path, "rb") as f:
@@ -170,8 +173,8 @@ def _cached_nrt_functions(ctx: Any) -> Any:
     from numba.core.runtime import nrtdynmod
 
     create = getattr(nrtdynmod, "create_nrt_module", None)
-    if path is None or create is None:
-        return _COMPILE_NRT(ctx)
+    if path is None or create is None or not hasattr(codegen, "unserialize_library"):
+        return _COMPILE_NRT(ctx)  # numba's own way, uncached
     ir_mod, library = create(ctx)  # what numba's compile does, keeping the object code
     library.enable_object_caching()
     library.add_ir_module(ir_mod)

@@ -264,6 +264,20 @@ def test_numbas_runtime_module_is_loaded_from_its_cache(tmp_path, damage):
     assert _fresh_kernel_with_nrt(str(nrt), compile_allowed=False) == "[3]"
 
 
+@pytest.mark.parametrize("where", ["None", "(_ for _ in ()).throw(OSError('no home'))"])
+def test_numbas_runtime_module_without_a_cache_folder_is_compiled_as_numba_does(where):
+    # no writable folder (None), or finding one fails: numba's own compile, nothing written
+    code = (
+        "import numpy as np\n"
+        "from dataaudit.sketches import kernels\n"
+        f"kernels._nrt_cache = lambda codegen: {where}\n"
+        "n = kernels.count_tokens(np.frombuffer(b'a b c', np.uint8), np.array([0, 5]),\n"
+        "                         np.zeros(1, np.bool_))\n"
+        "print(n.tolist())\n"
+    )
+    assert run_python(code) == "[3]"
+
+
 SPECIALS = ["Straße", "ΣΑΣ", "ﬁne", "Ｆｕｌｌ", "İstanbul", "\u00a0", "\u1680", "e\u0301", "K\u212a",
             "𐐀", "\U00020000", "，", "²", "™", "Ⅸ", "\u3000", "…", "ǅ", "ẞ", "\u0130", "ß"]  # fmt: skip
 
