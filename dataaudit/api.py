@@ -238,6 +238,9 @@ def audit(
         sketches = build_reference(reference, active, cfg, ctx, progress=progress)
         ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
         stages["reference"], clock = time.perf_counter() - clock, time.perf_counter()
+    from ._process import resume_collection
+
+    resume_collection()  # if no local scan did (the other engines' scans only merge here)
     if remote is not None:
         remote.finish(state, ctx, progress=progress)
     else:

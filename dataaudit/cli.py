@@ -659,12 +659,14 @@ def _one_blas_thread() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._process import reuse_freed_memory
+    from ._process import defer_collection, reuse_freed_memory
 
     _one_blas_thread()
     reuse_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if argv is None and args.command == "audit":  # the program: its scan resumes collection
+        defer_collection()
     from .errors import DataAuditError
 
     previous = _install_sigterm()

@@ -273,3 +273,52 @@ def test_the_program_leaves_its_objects_to_the_process_end(tmp_path):
     before = gc.get_freeze_count()
     assert cli.main(["audit", str(data), "--select", "TXT001", "-q"]) in (0, 1)
     assert gc.get_freeze_count() == before
+
+
+def test_the_program_collects_no_garbage_until_its_scan(tmp_path):
+    # start-up's objects (modules, kernels) are not garbage: the program's collector is off
+    # until the scan's first batch has loaded the kernels, then on, with them frozen
+    out = tmp_path / "collector.json"
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"text": "row {i} of some words"}}\n' for i in range(50)))
+    code = (
+        "import atexit, gc, json, runpy, sys\n"
+        "import dataaudit.engine.local as local\n"
+        "seen = []\n"
+        "resume = local.resume_collection\n"
+        "def spy():\n"
+        "    seen.append(gc.isenabled())\n"
+        "    resume()\n"
+        "    seen.append(gc.isenabled())\n"
+        "local.resume_collection = spy\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'DUP002', '-q']!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    seen = json.loads(out.read_text())
+    assert seen[:2] == [False, True] and all(seen[1:])
+
+
+def test_collection_is_deferred_only_where_it_was_on():
+    import gc
+
+    from dataaudit import _process
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    try:
+        _process.defer_collection()
+        assert not gc.isenabled()
+        _process.resume_collection()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+        _process.resume_collection()  # once only
+        gc.disable()  # a host that switched it off keeps it off
+        _process.defer_collection()
+        _process.resume_collection()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        if not frozen:
+            gc.unfreeze()

@@ -18,6 +18,9 @@ from .state import RULE_FAILURES, RuleRun, ScanState, error_message
 __all__ = ["finish", "scan"]
 
 
+from .._process import resume_collection
+
+
 def scan(
     state: ScanState,
     batches: Iterable[tuple[str, pa.RecordBatch]],
@@ -72,6 +75,7 @@ def scan(
                 run.charge("update", clock() - t0 - (batch.features_total - f0))
             timings.add_features(batch.feature_seconds)
             bar.update(rb.num_rows)
+            resume_collection()  # start-up ends with the first batch (its kernels loaded)
     finally:
         bar.close()
     return state
