@@ -734,20 +734,48 @@ def _take_rows(batch: pa.RecordBatch, rows: np.ndarray, columns: list[str] | Non
     return batch.take(indices(pos))
 
 
+_ROW_BITS = 24  # rows of a partition packed beside the top 40 bits of their key
+
+
+def _tied(k: np.ndarray) -> np.ndarray:
+    """Of sorted values, those equal to a neighbour."""
+    tied = np.zeros(len(k), bool)
+    tied[1:] = k[1:] == k[:-1]
+    tied[:-1] |= tied[1:]
+    return tied
+
+
+def _shared_keys(keys: np.ndarray) -> np.ndarray:
+    """Positions (ascending) of the keys that occur more than once.
+
+    Most rows of an LSH band are alone with their key, so the full sort only has to find the
+    few that are not. Each key's top 40 bits and its position are packed into one uint64 and
+    sorted as values (numpy's SIMD sort, without the index array an argsort moves: 1.8x
+    faster on 2M keys); keys tied on their top bits are then checked whole, which drops the
+    rare row whose top bits alone matched. A partition of 2**24 rows or more sorts the keys
+    with their positions (numpy's unstable argsort, ~4x faster than a stable one on uint64)."""
+    n = len(keys)
+    if n >= 1 << _ROW_BITS:
+        order = np.argsort(keys)
+        return np.sort(order[_tied(keys[order])])
+    low = np.uint64((1 << _ROW_BITS) - 1)
+    packed = (keys & ~low) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    near = packed[_tied(packed >> np.uint64(_ROW_BITS))]
+    at = np.sort((near & low).astype(np.int64))
+    k = keys[at]
+    order = np.argsort(k, kind="stable")
+    exact = np.zeros(len(at), bool)
+    exact[order] = _tied(k[order])
+    return at[exact]
+
+
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
     """The rows of a partition that share their key with another row (a row alone with its key
     meets no one: most rows of an LSH band), in an order that does not depend on the
     partitioning of the input: (key, split in the audit's order, row); None if there are none."""
     keys = fixed(part.column("key"))
-    # numpy's unstable argsort (SIMD) is ~4x faster than a stable one on uint64; the rows
-    # that share a key are then put back in their order in the partition, so the final stable
-    # sort breaks ties as a stable sort of all keys would
-    order = np.argsort(keys)
-    k = keys[order]
-    tied = np.zeros(len(k), bool)
-    tied[1:] = k[1:] == k[:-1]
-    tied[:-1] |= tied[1:]
-    at = np.sort(order[tied])
+    at = _shared_keys(keys)
     if not len(at):
         return None
     r = _ranks(part.column("split"), splits)[at]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import tempfile
 
+import numpy as np
 import pytest
 
 from dataaudit import audit
@@ -183,3 +184,27 @@ def test_keyed_rows_spill_their_split_as_its_rank():
     edges = [keyed_engine.edges_of(rule, t, ["train", "test"]) for t in tables]
     assert keyed_engine.clusters_of(edges, ["train", "test"]) == [[("test", 0), ("test", 1)]]
     assert seen and all(set(names) == {"test"} for names in seen)
+
+
+def _shared_reference(keys: np.ndarray) -> np.ndarray:
+    values, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return np.flatnonzero(counts[inverse] > 1)
+
+
+@pytest.mark.parametrize("row_bits", [24, 3])  # 3: a partition too large to pack, sorted whole
+def test_rows_sharing_a_key_are_found_exactly(monkeypatch, row_bits):
+    monkeypatch.setattr(keyed_engine, "_ROW_BITS", row_bits)
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**64 - 1, 5_000, dtype=np.uint64)
+    keys[rng.choice(5_000, 300)] = keys[rng.choice(5_000, 300)]  # shared keys
+    # keys equal in their top 40 bits but not whole: packed, they tie until checked whole
+    keys[10] = keys[20] ^ np.uint64(1)
+    keys[30] = keys[40] ^ np.uint64(0xFFFFFF)
+    keys[50:53] = keys[60]  # three rows on one key
+    for case in (keys, keys[:0], keys[:1], np.full(9, 5, np.uint64)):
+        got = keyed_engine._shared_keys(case)
+        assert got.dtype == np.int64 and (np.diff(got) > 0).all()
+        assert got.tolist() == _shared_reference(case).tolist()
+    got = keyed_engine._shared_keys(keys)
+    assert {50, 51, 52, 60} <= set(got.tolist())
+    assert not {10, 20, 30, 40} & set(got.tolist())
