@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from . import engine as _engine
+from ._process import resume_collection
 from .config import AuditConfig, build_rule, check_required_roles, load_config
 from .context import AuditContext
 from .corpus import load_corpus
@@ -196,6 +197,8 @@ def audit(
     plan = _prepass.plan(state, ctx)
     first = (plan, _prepass.stream(corpus, plan.splits, cfg.batch_size)) if plan else None
     remote = None
+    if engine == "ray" or cfg.workers > 1:  # their scans run in other processes, for long
+        resume_collection()
     if engine == "ray":  # the rule states stay on the cluster until each rule finishes there
         from .engine.ray import scan_ray
 
@@ -238,9 +241,7 @@ def audit(
         sketches = build_reference(reference, active, cfg, ctx, progress=progress)
         ctx.resources = dataclasses.replace(ctx.resources, reference=sketches)
         stages["reference"], clock = time.perf_counter() - clock, time.perf_counter()
-    from ._process import resume_collection
-
-    resume_collection()  # if no local scan did (the other engines' scans only merge here)
+    resume_collection()  # if the scan did not (no batch at all)
     if remote is not None:
         remote.finish(state, ctx, progress=progress)
     else:

@@ -322,3 +322,27 @@ def test_collection_is_deferred_only_where_it_was_on():
         gc.enable()
         if not frozen:
             gc.unfreeze()
+
+
+def test_the_program_collects_garbage_while_worker_processes_scan(tmp_path):
+    # --workers N (and Ray) scan in other processes, for as long as the data takes: this
+    # process's collector is back on before they start
+    out = tmp_path / "collector.json"
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"text": "row {i} of some words"}}\n' for i in range(50)))
+    code = (
+        "import atexit, gc, json, runpy, sys\n"
+        "import dataaudit.engine as engine\n"
+        "seen = []\n"
+        "scan = engine.scan_parallel\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.append(gc.isenabled())\n"
+        "    return scan(*args, **kwargs)\n"
+        "engine.scan_parallel = spy\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'TXT001', '--workers', '2', '-q']!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert json.loads(out.read_text()) == [True]
