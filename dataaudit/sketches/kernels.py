@@ -952,22 +952,27 @@ def word_tokens(buf, i, end, raw, table, out, j):
     return j
 
 
-def max_row_tokens(offsets: np.ndarray, lo: int, hi: int, char_rows: np.ndarray) -> int:
-    """Room for the tokens of any of rows ``lo:hi`` (:func:`sketch_rows`' ``toks``): a word
-    and its separator take at least 2 bytes; a character at least 1, and a mapped one of 2 or
-    more bytes maps to at most 7 code points."""
+def max_row_tokens(
+    offsets: np.ndarray, rows: np.ndarray, outs: np.ndarray, lo: int, hi: int, char_rows: np.ndarray
+) -> int:
+    """Room for the tokens of any of rows ``rows[lo:hi]`` (:func:`sketch_rows`' ``toks``): a
+    word and its separator take at least 2 bytes; a character at least 1, and a mapped one of
+    2 or more bytes maps to at most 7 code points."""
     if hi <= lo:
         return 0
-    size = offsets[lo + 1 : hi + 1] - offsets[lo:hi]
-    return int(np.max(np.where(char_rows[lo:hi], 4 * size, size // 2 + 1)))
+    at = rows[lo:hi]
+    size = offsets[at + 1] - offsets[at]
+    return int(np.max(np.where(char_rows[outs[lo:hi]], 4 * size, size // 2 + 1)))
 
 
 @kernel()
-def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, whole_short,
-                gn, set_offsets, sig, probes, sentinel, empty, keys, values,
+def sketch_rows(buf, offsets, rows, outs, lo, hi, raw, char_rows, table, ngram, seed_mix,
+                whole_short, gn, set_offsets, sig, probes, sentinel, empty, keys, values,
                 ring, orig, toks):  # fmt: skip
-    """Rows ``lo:hi`` of raw (``raw[r]``: map non-ASCII characters by ``table``) or
-    tokenizable text, in one pass: the token hashes of :func:`hash_tokens`, the shingle hashes
+    """Rows ``rows[lo:hi]`` of ``buf`` into output rows ``outs[lo:hi]`` (so a few rows can
+    come from another buffer, without a copy of this one), raw (``raw[r]``: map non-ASCII
+    characters by ``table``) or tokenizable text (``r``: the output row), in one pass: the
+    token hashes of :func:`hash_tokens`, the shingle hashes
     of :func:`hash_shingles` (a rolling form of the same polynomial: ``gn = GOLDEN**ngram``),
     each shingle's top 32 bits into ``values`` from ``set_offsets[r]`` (in order, as
     ``shingle_sets``), its MinHash bin into ``sig`` (:func:`minhash_bins`, then
@@ -982,8 +987,9 @@ def sketch_rows(buf, offsets, lo, hi, raw, char_rows, table, ngram, seed_mix, wh
     k = sig.shape[1]
     top = U64(0xFFFFFFFE)
     nbuf = len(buf)
-    for r in range(lo, hi):
-        i, end = offsets[r], offsets[r + 1]
+    for j in range(lo, hi):
+        r = outs[j]
+        i, end = offsets[rows[j]], offsets[rows[j] + 1]
         is_raw = raw[r]
         char = char_rows[r]
         o = set_offsets[r]

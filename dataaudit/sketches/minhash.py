@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import bools, mask_array, nulls_to, one_chunk, string_array, string_parts, take
+from .._arrow import bools, nulls_to, one_chunk, string_array, string_parts, take
 from ..memory import concatenate
 from .hashing import GOLDEN, mix64
 
@@ -493,14 +493,15 @@ def sketch(
     offsets, data, words, chars, cjk, status = _row_stats(arr, table)
     raw = np.full(n, table is not None)
     redo = np.flatnonzero(status == 2) if table is not None else np.zeros(0, np.int64)
+    rows = np.arange(n, dtype=np.int64)
+    fixed = None
     if len(redo):  # rows needing more than a mapping: their tokenizable text, scanned as such
-        mask = np.zeros(n, bool)
-        mask[redo] = True
         fixed = normalize(take(arr, redo)).cast(pa.large_string())
         _, _, w2, c2, cjk2, _ = _row_stats(fixed, None)
         words[redo], chars[redo], cjk[redo], raw[redo] = w2, c2, cjk2, False
-        arr = pc.replace_with_mask(arr, mask_array(mask), fixed)
-        offsets, data = text_bytes(arr)
+        keep = np.ones(n, bool)
+        keep[redo] = False
+        rows = rows[keep]  # the others are sketched from ``fixed``, not copied into the batch
     if unit != "auto":
         cjk = np.full(n, unit == "char")
     tokens = np.where(cjk, chars, words)
@@ -517,12 +518,19 @@ def sketch(
     rest = (raw, cjk, table, ngram, seed_mix, True, gn, set_offsets, sig, probes, SENTINEL)
     rest += (EMPTY_HASH, keys, values)
 
-    def run(lo: int, hi: int) -> None:  # scratch per range (the kernel allocates nothing)
-        toks = np.empty(max_row_tokens(offsets, lo, hi, cjk), U64)
+    def run(buf, offs, rows, outs, lo: int, hi: int) -> None:  # the kernel allocates nothing
+        toks = np.empty(max_row_tokens(offs, rows, outs, lo, hi, cjk), U64)
         scratch = (np.zeros(ngram, U64), np.empty(num_perm, np.uint32), toks)
-        sketch_rows(data, offsets, lo, hi, *rest, *scratch)
+        sketch_rows(buf, offs, rows, outs, lo, hi, *rest, *scratch)
 
-    _map(run, _ranges(n, offsets))
+    ranges = [  # the threads' halves of the text, in the rows sketched from it
+        (int(np.searchsorted(rows, lo)), int(np.searchsorted(rows, hi)))
+        for lo, hi in _ranges(n, offsets)
+    ]
+    _map(lambda lo, hi: run(data, offsets, rows, rows, lo, hi), ranges)
+    if fixed is not None:
+        fixed_offsets, fixed_data = text_bytes(fixed)
+        run(fixed_data, fixed_offsets, np.arange(len(redo)), redo, 0, len(redo))
     code = np.where(cjk, 2, 1).astype(np.uint8)
     return Sketch(
         sig,

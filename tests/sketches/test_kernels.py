@@ -389,10 +389,17 @@ def test_the_fused_sketch_splits_a_large_batch_across_threads_identically(monkey
     from dataaudit.features.normalize import lower_table, tokenizable_rows
     from dataaudit.sketches import minhash
 
-    rows = _rows(9, 600) + SPECIALS * 5
+    # rows only Python can normalize, in each half: sketched from their own buffer, never
+    # copied back into the batch's text (a copy of all of it, per batch)
+    rows = SPECIALS + _rows(9, 300) + SPECIALS + _rows(10, 300) + SPECIALS * 5
     arr = pa.array(rows, pa.large_string())
+    seen, text_bytes = [], minhash.text_bytes
+    monkeypatch.setattr(minhash, "text_bytes", lambda a: seen.append(len(a)) or text_bytes(a))
     monkeypatch.setattr(minhash, "THREAD_ROWS", 10**9)
     one = minhash.sketch(arr, table=lower_table(), normalize=tokenizable_rows)
+    assert seen.count(len(arr)) == 1 and 0 < min(seen) < len(arr)  # and rows were redone
+    want = _separate_steps(arr, "auto", 128, 5, 1)
+    assert (one.signatures == want[0]).all() and one.sets.values.tolist() == want[1].values.tolist()
     monkeypatch.setattr(minhash.os, "cpu_count", lambda: 2)
     offsets, _ = minhash.text_bytes(arr)
     for rows, size in ((10, 10**12), (10**9, 1000)):  # a batch large in rows, or in bytes
