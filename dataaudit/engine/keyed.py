@@ -750,10 +750,11 @@ def _shared_keys(keys: np.ndarray) -> np.ndarray:
 
     Most rows of an LSH band are alone with their key, so the full sort only has to find the
     few that are not. Each key's top 40 bits and its position are packed into one uint64 and
-    sorted as values (numpy's SIMD sort, without the index array an argsort moves: 1.8x
-    faster on 2M keys); keys tied on their top bits are then checked whole, which drops the
-    rare row whose top bits alone matched. A partition of 2**24 rows or more sorts the keys
-    with their positions (numpy's unstable argsort, ~4x faster than a stable one on uint64)."""
+    sorted as values (numpy's SIMD sort moves no index array: 1.7x faster than an argsort on
+    2M keys, 3% of them shared; 1.2x with 70% shared). Neighbours tied on their top bits are
+    then compared whole; only if some differ there (two keys alike in 40 bits) are the tied
+    rows sorted by their whole keys. A partition of 2**24 rows or more sorts the keys with
+    their positions (numpy's unstable argsort, ~4x faster than a stable one on uint64)."""
     n = len(keys)
     if n >= 1 << _ROW_BITS:
         order = np.argsort(keys)
@@ -761,13 +762,20 @@ def _shared_keys(keys: np.ndarray) -> np.ndarray:
     low = np.uint64((1 << _ROW_BITS) - 1)
     packed = (keys & ~low) | np.arange(n, dtype=np.uint64)
     packed.sort()
-    near = packed[_tied(packed >> np.uint64(_ROW_BITS))]
-    at = np.sort((near & low).astype(np.int64))
-    k = keys[at]
-    order = np.argsort(k, kind="stable")
-    exact = np.zeros(len(at), bool)
-    exact[order] = _tied(k[order])
-    return at[exact]
+    pos = (packed & low).astype(np.int64)
+    top = packed >> np.uint64(_ROW_BITS)
+    pair = np.flatnonzero(top[1:] == top[:-1])  # neighbours pair, pair + 1
+    if len(pair) and not np.array_equal(keys[pos[pair]], keys[pos[pair + 1]]):
+        at = np.sort(pos[_tied(top)])
+        k = keys[at]
+        order = np.argsort(k)
+        exact = np.zeros(len(at), bool)
+        exact[order] = _tied(k[order])
+        return at[exact]
+    tied = np.zeros(n, bool)
+    tied[pair] = True
+    tied[pair + 1] = True
+    return np.sort(pos[tied])
 
 
 def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
