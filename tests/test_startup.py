@@ -275,29 +275,38 @@ def test_the_program_leaves_its_objects_to_the_process_end(tmp_path):
     assert gc.get_freeze_count() == before
 
 
-def test_the_program_collects_no_garbage_until_its_scan(tmp_path):
-    # start-up's objects (modules, kernels) are not garbage: the program's collector is off
-    # until the scan's first batch has loaded the kernels, then on, with them frozen
-    out = tmp_path / "collector.json"
+def _seen_by_the_program(tmp_path: Path, spy: str, options: list[str]) -> list:
+    """What ``spy`` (code that patches a function to append to ``seen``) saw while the program
+    audited 50 rows with ``options``."""
+    out = tmp_path / "seen.json"
     data = tmp_path / "d.jsonl"
     data.write_text("".join(f'{{"text": "row {i} of some words"}}\n' for i in range(50)))
     code = (
         "import atexit, gc, json, runpy, sys\n"
-        "import dataaudit.engine.local as local\n"
         "seen = []\n"
+        f"{spy}"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), *options, '-q']!r}\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_the_program_collects_no_garbage_until_its_scan(tmp_path):
+    # start-up's objects (modules, kernels) are not garbage: the program's collector is off
+    # until the scan's first batch has loaded the kernels, then on, with them frozen
+    spy = (
+        "import dataaudit.engine.local as local\n"
         "resume = local.resume_collection\n"
         "def spy():\n"
         "    seen.append(gc.isenabled())\n"
         "    resume()\n"
         "    seen.append(gc.isenabled())\n"
         "local.resume_collection = spy\n"
-        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
-        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'DUP002', '-q']!r}\n"
-        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    seen = json.loads(out.read_text())
+    seen = _seen_by_the_program(tmp_path, spy, ["--select", "DUP002"])
     assert seen[:2] == [False, True] and all(seen[1:])
 
 
@@ -327,22 +336,13 @@ def test_collection_is_deferred_only_where_it_was_on():
 def test_the_program_collects_garbage_while_worker_processes_scan(tmp_path):
     # --workers N (and Ray) scan in other processes, for as long as the data takes: this
     # process's collector is back on before they start
-    out = tmp_path / "collector.json"
-    data = tmp_path / "d.jsonl"
-    data.write_text("".join(f'{{"text": "row {i} of some words"}}\n' for i in range(50)))
-    code = (
-        "import atexit, gc, json, runpy, sys\n"
+    spy = (
         "import dataaudit.engine as engine\n"
-        "seen = []\n"
         "scan = engine.scan_parallel\n"
         "def spy(*args, **kwargs):\n"
         "    seen.append(gc.isenabled())\n"
         "    return scan(*args, **kwargs)\n"
         "engine.scan_parallel = spy\n"
-        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
-        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'TXT001', '--workers', '2', '-q']!r}\n"
-        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    assert json.loads(out.read_text()) == [True]
+    seen = _seen_by_the_program(tmp_path, spy, ["--select", "TXT001", "--workers", "2"])
+    assert seen == [True]
