@@ -54,7 +54,7 @@ def _string_hashes(arr: pa.Array) -> np.ndarray:
     if pa.types.is_string_view(arr.type):
         arr = arr.cast(pa.large_string())  # string_view → offsets and bytes
     if _use_compiled(len(arr)):
-        from .sketches.xxh3 import xxh3_64_rows
+        from .sketches.native import xxh3_64_rows
 
         offsets, data = string_parts(arr)
         out = xxh3_64_rows(offsets, data)

@@ -22,6 +22,9 @@ from dataaudit.sketches import kernels, xxh3
 #: refresh imports (a cached kernel needs none, see kernels._lean_cache_load), SciPy's
 #: linear algebra, the optional integrations and report formats nobody asked for, other rules
 NOT_FOR_DUP002 = {
+    # its kernels run from the machine code numba compiled once (sketches/native.py); the
+    # entries below are what its import would otherwise have loaded beyond itself
+    "numba",
     "pandas",  # pyarrow imports it for pa.array of numpy data; dataaudit._arrow builds from buffers
     "polars",  # the flags files are written by Arrow (report/flag_files.py): ~0.09 s of imports
     "cffi",

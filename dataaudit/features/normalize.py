@@ -266,7 +266,7 @@ def lower_table() -> np.ndarray:
 
 
 def _raw_limit() -> int:
-    from ..sketches.kernels import RAW_LIMIT
+    from ..sketches.charsets import RAW_LIMIT
 
     return RAW_LIMIT
 
@@ -285,7 +285,7 @@ def _table_cache() -> Path | None:
     for name in (
         here / "normalize.py",
         here / "unicode_table.py",
-        here.parent / "sketches" / "kernels.py",
+        here.parent / "sketches" / "charsets.py",
     ):
         try:
             digest.update(name.read_bytes())
@@ -319,7 +319,7 @@ def build_lower_table() -> np.ndarray:
     ``CASED_LIMIT`` (CJK ideographs of planes 2 and 3) have no case and map to themselves
     (tests/features check that Arrow agrees).
     """
-    from ..sketches.kernels import RAW_LIMIT, SEPARATOR
+    from ..sketches.charsets import RAW_LIMIT, SEPARATOR
     from .unicode_table import special_ranges
 
     cps = np.arange(0x80, CASED_LIMIT, dtype=np.int64)

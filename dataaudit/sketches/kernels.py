@@ -6,7 +6,8 @@ every shingle; in numpy/polars they cost many passes over temporaries (a Rust st
 polars' split, an int64 row id per shingle for ``np.minimum.at``) and ran at ~14k docs/s per core.
 These loops do each of them in one pass and are ~3x faster (``bench/bench_dedup.py``). numba
 compiles them on first use and caches the machine code next to this file (or in numba's user
-cache directory), so later processes only load it.
+cache directory), so later processes only load it; the kernels a near-duplicate audit runs are
+called through ``sketches/native.py``, which then loads that machine code without numba.
 
 Input text is tokenizable (``dataaudit.features.normalize.tokenizable_array`` or the normalized
 text): tokens are separated by ASCII whitespace and their ASCII capitals are lower-cased here,
@@ -44,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .charsets import LOWER, RAW_LIMIT, SEPARATOR  # noqa: F401 - RAW_LIMIT: kernels.RAW_LIMIT
 from .hashing import GOLDEN, M1, M2
 
 
@@ -210,12 +212,6 @@ def kernel(**options: Any) -> Any:
 
 
 U64 = np.uint64
-# what separates tokens: the ASCII whitespace str.split() splits on (\t \n \v \f \r, space,
-# \x1c-\x1f); and each byte lower-cased if it is an ASCII capital
-SEPARATOR = np.zeros(256, np.bool_)
-SEPARATOR[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
-LOWER = np.arange(256, dtype=np.uint8)
-LOWER[65:91] += 32
 TOKEN_SEED = U64(0x5EED)
 ROW_SEED = U64(0x2545F4914F6CDD1D)
 _NO_TABLE = np.full(1, -1, np.int64)  #: ``table`` of a kernel reading tokenizable text
@@ -699,7 +695,6 @@ def component_labels(n, a, b, parent, size, out):
 
 # -- the fused pass: raw text -> tokens -> shingles -> MinHash + shingle sets, one row at a time --
 # (the passes above, with no per-token or per-shingle arrays between them; the same hashes)
-RAW_LIMIT = 0x32400  #: code points the lower-casing table of the fused pass covers
 
 
 @kernel()
@@ -950,19 +945,6 @@ def word_tokens(buf, i, end, raw, table, out, j):
             wshift = U64(0)
             wn = 0
     return j
-
-
-def max_row_tokens(
-    offsets: np.ndarray, rows: np.ndarray, outs: np.ndarray, lo: int, hi: int, char_rows: np.ndarray
-) -> int:
-    """Room for the tokens of any of rows ``rows[lo:hi]`` (:func:`sketch_rows`' ``toks``): a
-    word and its separator take at least 2 bytes; a character at least 1, and a mapped one of
-    2 or more bytes maps to at most 7 code points."""
-    if hi <= lo:
-        return 0
-    at = rows[lo:hi]
-    size = offsets[at + 1] - offsets[at]
-    return int(np.max(np.where(char_rows[outs[lo:hi]], 4 * size, size // 2 + 1)))
 
 
 @kernel()

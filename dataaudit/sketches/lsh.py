@@ -80,7 +80,7 @@ def signature_keys(
 ) -> np.ndarray:
     """A 64-bit hash of columns ``start:stop`` of each signature row (of ``rows`` only, if
     given; compiled, one pass)."""
-    from .kernels import band_keys
+    from .native import band_keys
 
     stop = signatures.shape[1] if stop is None else min(stop, signatures.shape[1])
     idx = np.arange(len(signatures), dtype=np.int64) if rows is None else rows
@@ -214,7 +214,7 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Connected components of edges; label = smallest row of the component, -1 if alone."""
     if n == 0 or not len(a):
         return np.full(n, -1, np.int64)
-    from .kernels import component_labels
+    from .native import component_labels
 
     out = np.full(n, -1, np.int64)
     component_labels(

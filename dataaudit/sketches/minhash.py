@@ -264,7 +264,7 @@ class ShingleSets:
         """The sets of ``rows`` (default all, in order), each sorted and distinct."""
         if rows is None and self.distinct:
             return self
-        from .kernels import sort_set_rows
+        from .native import sort_set_rows
 
         rows = np.ascontiguousarray(
             np.arange(len(self), dtype=np.int64) if rows is None else rows, np.int64
@@ -326,7 +326,7 @@ def pair_jaccard(
     its value is the estimate (below the threshold), so only the accept/reject decision of such
     pairs is computed, not their exact similarity.
     """
-    from .kernels import jaccard_pairs
+    from .native import jaccard_pairs
 
     i = np.ascontiguousarray(i, np.int64)
     j = np.ascontiguousarray(j, np.int64)
@@ -441,8 +441,21 @@ class Sketch:
     params: tuple  # (ngram, unit, seed): what the shingles depend on (not num_perm)
 
 
+def _max_row_tokens(
+    offsets: np.ndarray, rows: np.ndarray, outs: np.ndarray, lo: int, hi: int, char_rows: np.ndarray
+) -> int:
+    """Room for the tokens of any of rows ``rows[lo:hi]`` (:func:`~dataaudit.sketches.kernels.sketch_rows`' ``toks``): a
+    word and its separator take at least 2 bytes; a character at least 1, and a mapped one of
+    2 or more bytes maps to at most 7 code points."""
+    if hi <= lo:
+        return 0
+    at = rows[lo:hi]
+    size = offsets[at + 1] - offsets[at]
+    return int(np.max(np.where(char_rows[outs[lo:hi]], 4 * size, size // 2 + 1)))
+
+
 def _row_stats(arr: pa.Array, table: np.ndarray | None) -> tuple:
-    from .kernels import scan_rows
+    from .native import scan_rows
 
     offsets, data = text_bytes(arr)
     n = len(arr)
@@ -481,7 +494,7 @@ def sketch(
     text), which is applied only to the rows holding a character without a mapping. ASCII rows
     are never copied. ``unit``: "word", "char" or "auto" (as :func:`shingle_auto`).
     """
-    from .kernels import max_row_tokens, sketch_rows
+    from .native import sketch_rows
 
     if unit not in ("word", "char", "auto"):
         raise ValueError(f"unit={unit!r}: use 'word', 'char' or 'auto'")
@@ -519,7 +532,7 @@ def sketch(
     rest += (EMPTY_HASH, keys, values)
 
     def run(buf, offs, rows, outs, lo: int, hi: int) -> None:  # the kernel allocates nothing
-        toks = np.empty(max_row_tokens(offs, rows, outs, lo, hi, cjk), U64)
+        toks = np.empty(_max_row_tokens(offs, rows, outs, lo, hi, cjk), U64)
         scratch = (np.zeros(ngram, U64), np.empty(num_perm, np.uint32), toks)
         sketch_rows(buf, offs, rows, outs, lo, hi, *rest, *scratch)
 

@@ -216,10 +216,4 @@ def _rows(buf, offsets, out, acc):
     return out
 
 
-def xxh3_64_rows(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
-    """``xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]])`` for every row, as uint64
-    (``offsets``: int64, one more than the rows; ``data``: uint8)."""
-    out = np.empty(len(offsets) - 1, np.uint64)
-    if len(out):  # the kernels allocate nothing (see the kernels module's docstring)
-        _rows(data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64))
-    return out
+from .native import xxh3_64_rows  # noqa: E402 - the entry point, numba's or not

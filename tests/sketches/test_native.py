@@ -1,0 +1,124 @@
+"""sketches/native.py: the kernels a DUP002 audit runs, called from numba's machine code without
+importing numba, as numba runs them (the same outputs), and numba's way whenever the file is
+missing, damaged, foreign, or the kernel reports an error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dataaudit import _cache
+from dataaudit.sketches import native
+
+KERNELS = "dataaudit.sketches.kernels"
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    """The kernels' files in an empty folder of this test's own."""
+    monkeypatch.setattr(_cache, "cache_file", lambda beside, name: tmp_path / name)
+    return tmp_path
+
+
+def test_types_are_numbas():
+    numba = pytest.importorskip("numba")
+    grid = np.zeros((4, 6), np.uint32)
+    values = [
+        np.zeros(3, np.uint8),
+        np.frombuffer(b"abcdefgh", np.uint8),  # read-only
+        grid,
+        grid[:, :3],  # neither C nor F
+        np.asfortranarray(grid),
+        np.zeros(5, bool),
+        np.arange(4, dtype=np.int64)[::2],
+        np.zeros(2, np.float64),
+        5,
+        -(2**63),
+        2**63,
+        1.5,
+        True,
+        np.bool_(False),
+        np.uint64(3),
+        np.uint32(7),
+        np.int64(-1),
+        np.float64(0.5),
+    ]
+    for value in values:
+        assert native.typeof(value) == repr(numba.typeof(value)), value
+    for value in ("text", [1], np.zeros(2, ">u8"), np.zeros(2, object), np.array(1.0)):
+        assert native.typeof(value) is None
+
+
+def _band_inputs():
+    rng = np.random.default_rng(5)
+    sig = rng.integers(0, 2**32, (300, 16), dtype=np.uint64).astype(np.uint32)
+    return sig, np.arange(0, 300, 3, dtype=np.int64)
+
+
+def test_a_kernel_runs_from_its_file_as_numba_runs_it(files):
+    sig, idx = _band_inputs()
+    first = native.Kernel(KERNELS, "band_keys")
+    want = first(sig, idx, 4, 12, np.uint64(99), np.empty(len(idx), np.uint64))  # numba's way
+    assert [p.name.split("-")[0] for p in files.iterdir()] == ["band_keys"]
+    again = native.Kernel(KERNELS, "band_keys")  # as a later process: from the file
+    out = np.empty(len(idx), np.uint64)
+    got = again(sig, idx, 4, 12, np.uint64(99), out)
+    assert got is out and got.tolist() == want.tolist()
+    assert [v is not None for v in again._loaded.values()] == [True]
+
+
+def test_a_scalar_result_comes_back(files):
+    from dataaudit.sketches import kernels
+
+    offsets = np.array([0, 3, 6, 8], np.int64)
+    values = np.array([1, 2, 3, 1, 2, 4, 1, 3], np.uint32)
+    a, b = np.array([0, 0, 1], np.int64), np.array([1, 2, 2], np.int64)
+    args = (offsets, values, a, b, np.zeros((3, 0), np.uint32), 0.5, 4.0, np.uint32(2**32 - 1))
+    want = np.empty(3)
+    merged = kernels.jaccard_pairs(*args, want)
+    native.Kernel(KERNELS, "jaccard_pairs")(*args, np.empty(3))  # writes the file
+    again = native.Kernel(KERNELS, "jaccard_pairs")
+    out = np.empty(3)
+    assert again(*args, out) == merged == 3 and out.tolist() == want.tolist()
+    assert list(again._loaded.values())[0] is not None
+
+
+@pytest.mark.parametrize("damage", ["garbage", "another cpu", "cut short"])
+def test_a_file_that_does_not_fit_is_numbas_way_and_rewritten(files, damage):
+    sig, idx = _band_inputs()
+    want = native.Kernel(KERNELS, "band_keys")(
+        sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64)
+    )
+    (path,) = files.iterdir()
+    blob = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(b"not a kernel")
+    elif damage == "another cpu":
+        path.write_bytes(blob.replace(native._magic()[1].encode(), b"othercpu", 1))
+    else:
+        path.write_bytes(blob[:-100])
+    again = native.Kernel(KERNELS, "band_keys")
+    got = again(sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64))
+    assert got.tolist() == want.tolist()
+    assert list(again._loaded.values()) == [None]  # numba ran it
+    assert path.read_bytes() == blob  # and the file is whole again
+
+
+def test_an_argument_of_another_kind_goes_to_numba(files):
+    values = np.array([1 + 2j, 3 - 1j])  # complex: numba's, not this module's
+    k = native.Kernel("tests.sketches._native_probe", "total")
+    assert k(values) == 4 + 1j and k._loaded == {} and list(files.iterdir()) == []
+
+
+def test_an_error_the_kernel_reports_is_raised_by_numba(files):
+    probe = "tests.sketches._native_probe"
+    assert native.Kernel(probe, "doubled")(21) == 42  # numba's way; writes the file
+    again = native.Kernel(probe, "doubled")
+    assert again(21) == 42 and list(again._loaded.values())[0] is not None
+    with pytest.raises(ValueError, match="negative"):
+        again(-1)
+
+
+def test_undefined_symbols_of_an_object():
+    with pytest.raises(ValueError):
+        native.undefined_symbols(b"MZ not an ELF object")
