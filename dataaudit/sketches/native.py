@@ -15,7 +15,9 @@ resolve to ``abort`` until numba's own import registers them.
 
 Anything else goes to numba, as before: a kernel or signature without a file, a file written
 for another source, numba, llvmlite, Python or CPU (numba's ``magic_tuple``), an argument of
-a kind not handled here, a kernel that reports an error (numba then raises it), no llvmlite.
+a kind not handled here, a kernel that reports an error (numba then raises it), no llvmlite,
+a machine other than 64-bit little-endian ELF (Linux, the BSDs), ``NUMBA_DISABLE_JIT`` set,
+or ``DATAAUDIT_NATIVE_KERNELS=0``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import threading
 from functools import lru_cache
@@ -58,6 +61,16 @@ _SCALARS = {
 _RETURNS = {"int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float64": ctypes.c_double}
 _DTYPES = {np.dtype(t): t for t in ("bool", "int8", "int16", "int32", "int64", "uint8")}
 _DTYPES.update({np.dtype(t): t for t in ("uint16", "uint32", "uint64", "float32", "float64")})
+
+
+def enabled() -> bool:
+    """Whether kernels may run from their files here (else numba runs them, as before)."""
+    return (
+        os.environ.get("DATAAUDIT_NATIVE_KERNELS", "1") != "0"
+        and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+        and sys.maxsize > 2**32
+        and sys.byteorder == "little"
+    )
 
 
 def typeof(value: Any) -> str | None:
@@ -203,7 +216,7 @@ class Kernel:
         return f"<native kernel {self.module}.{self.name}>"
 
     def __call__(self, *args: Any) -> Any:
-        types = tuple(typeof(a) for a in args)
+        types = tuple(typeof(a) for a in args) if enabled() else (None,)
         native = None
         if None not in types:
             native = self._loaded.get(types)  # type: ignore[arg-type]
@@ -278,6 +291,7 @@ class Kernel:
             name, kind, (obj, *_) = data[0]
             if kind != "object" or list(codegen.magic_tuple()) != _magic():
                 return
+            undefined_symbols(obj)  # an ELF object: the only kind loaded here
             head = {
                 "args": list(types),
                 "returns": returns,

@@ -122,3 +122,17 @@ def test_an_error_the_kernel_reports_is_raised_by_numba(files):
 def test_undefined_symbols_of_an_object():
     with pytest.raises(ValueError):
         native.undefined_symbols(b"MZ not an ELF object")
+
+
+@pytest.mark.parametrize("setting", ["DATAAUDIT_NATIVE_KERNELS=0", "NUMBA_DISABLE_JIT=1"])
+def test_the_files_can_be_left_to_numba(files, monkeypatch, setting):
+    name, value = setting.split("=")
+    sig, idx = _band_inputs()
+    want = native.Kernel(KERNELS, "band_keys")(
+        sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64)
+    )
+    monkeypatch.setenv(name, value)
+    assert not native.enabled()
+    again = native.Kernel(KERNELS, "band_keys")
+    got = again(sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64))
+    assert got.tolist() == want.tolist() and again._loaded == {}
