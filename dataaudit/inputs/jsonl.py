@@ -318,7 +318,9 @@ def iter_jsonl(
                 _skip(fh, peeked.consumed)
                 consumed, tail, line_no = peeked.consumed, peeked.tail, peeked.line_no
                 schema, first = peeked.table.schema, False
-                yield from _rebatch(peeked.table, batch_size)
+                # yielded once the next block is read and handed to the parser, so that its
+                # parse runs while the rules read these batches (it ran after them, alone)
+                pending = _Block(_Parsed(peeked.table), b"", peeked.line_no, [], None)
             while True:
                 if pending is not None and schema is None:
                     # the next block's parse takes the first parsed block's schema: hand this

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -176,3 +177,28 @@ def test_blocks_parsed_ahead_read_as_one_after_another(tmp_path, monkeypatch):
     assert [v for v in late if v is not None] == [r["late"] for r in kept if "late" in r]
     places = [p for note in log.notes for p in note.places]
     assert [p.split(":")[1] for p in places] == ["302", "452"]  # file order, 1-based lines
+
+
+def test_the_stream_after_a_peek_parses_the_next_block_while_the_first_is_read(
+    tmp_path, monkeypatch
+):
+    """Resumed after the corpus peek, the stream hands the second block to its parser before
+    it yields the first block's batches, so that parse runs while the rules read them (it
+    used to run after them, on the scan's thread)."""
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.corpus import load_corpus
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 32768)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(2000))  # ~4 blocks of ~550 rows
+    calls = _count_parses(monkeypatch)
+    corpus = load_corpus(path)
+    assert len(calls) == 1  # the peek's
+    stream = corpus.stream(64)
+    next(stream)  # the first block's first batch
+    for _ in range(200):  # the parse runs on the reader's thread: wait for it briefly
+        if len(calls) >= 2:
+            break
+        time.sleep(0.01)
+    assert len(calls) == 2
+    assert sum(rb.num_rows for _, rb in stream) == 2000 - 64
