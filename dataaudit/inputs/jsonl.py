@@ -145,25 +145,57 @@ def _valid(table: pa.Table) -> bool:
     return True
 
 
-def _check_utf8(path: Path, block: bytes, first_line: int) -> None:
-    """pyarrow's JSON parser lets invalid UTF-8 through into string columns; refuse it here.
+def _bad_utf8(block: bytes) -> int | None:
+    """Where the first byte that is not UTF-8 is, or None: pyarrow's JSON parser lets invalid
+    UTF-8 through into string columns, so it is refused before.
 
     ASCII is checked at memory speed; other text by Arrow's UTF-8 validation (~3x Python's
     decode, which builds a str); Python's decoder then finds the byte for the message.
     """
     if block.isascii():
-        return
+        return None
     buffers = [None, pa.py_buffer(np.array([0, len(block)], np.int64)), pa.py_buffer(block)]
     try:
         pa.Array.from_buffers(pa.large_binary(), 1, buffers).cast(pa.large_string())
-        return
+        return None
     except pa.ArrowInvalid:
         pass
     try:
         block.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = first_line + block.count(b"\n", 0, exc.start) + 1
-        raise not_utf8(path, line, block[exc.start]) from None
+        return exc.start
+    return None
+
+
+def _check_utf8(path: Path, block: bytes, first_line: int, at: int | None = -1) -> None:
+    """Raise the message for the first byte of ``block`` that is not UTF-8 (``at``: where it
+    is, when :func:`_bad_utf8` already looked)."""
+    at = _bad_utf8(block) if at == -1 else at
+    if at is not None:
+        line = first_line + block.count(b"\n", 0, at) + 1
+        raise not_utf8(path, line, block[at]) from None
+
+
+@dataclasses.dataclass
+class _Checked:
+    """A block's checks and parse, done on the reader's thread: where its first byte that is
+    not UTF-8 is, its lines nested too deep, its newlines, and pyarrow's table (None: not
+    parsed, or rejected)."""
+
+    bad_utf8: int | None
+    deep: list[tuple[int, int]]
+    newlines: int
+    table: pa.Table | None
+
+
+def _check_and_parse(block: bytes, schema: pa.Schema | None) -> _Checked:
+    """The UTF-8 and depth checks and pyarrow's parse of one block, in that order, for the
+    reader's thread: off the scan's thread, they run while the rules read the block before."""
+    at = _bad_utf8(block)
+    if at is not None:
+        return _Checked(at, [], 0, None)
+    deep, newlines = _too_deep(block)
+    return _Checked(None, deep, newlines, None if deep else _parse(block, schema))
 
 
 def _rebatch(table: pa.Table, batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -252,13 +284,15 @@ class _Parsed:
 
 @dataclasses.dataclass
 class _Block:
-    """A block read, checked and handed to the parser, waiting for its turn to be yielded."""
+    """A block read and handed to the parser (checked first, here or on the reader's thread),
+    waiting for its turn to be yielded."""
 
-    parsed: Any  # _Parsed or a Future of _parse; None: too deep for pyarrow
+    parsed: Any  # _Parsed, or a Future of _check_and_parse; None: too deep for pyarrow
     block: bytes
-    line_no: int  # lines before it
+    line_no: int  # lines before it (a block checked on the thread: set once the one before is)
     deep: list[tuple[int, int]]
     after: _Resume | None  # where a reader stands after it (for the first block)
+    newlines: int | None = None  # None: counted on the reader's thread
 
 
 def iter_jsonl(
@@ -278,8 +312,9 @@ def iter_jsonl(
     pyarrow typed from the file's first block it parsed, or None); returns that schema after
     the part.
 
-    The next block is parsed in a worker thread (pyarrow releases the GIL) while the rules read
-    the batches of this one, so on two cores the parse hides behind the audit's own work.
+    The next block is checked (UTF-8, nesting) and parsed in a worker thread (pyarrow releases
+    the GIL) while the rules read the batches of this one, so on two cores the parse hides
+    behind the audit's own work; the first block of a stream is checked and parsed here.
     Blocks are yielded, checked and reported in file order, as if parsed one after another.
     """
     bad = _BadLines(path, on_bad_lines, log)
@@ -293,8 +328,13 @@ def iter_jsonl(
     started = peeked is not None  # a block was yielded (the peeked one counts)
 
     def emit(item: _Block) -> Iterator[pa.RecordBatch]:
-        nonlocal schema, started, first_block
+        nonlocal schema, started, first_block, line_no
         table = item.parsed.result() if item.parsed is not None else None
+        if isinstance(table, _Checked):  # checked on the reader's thread: report as if here
+            if table.bad_utf8 is not None:
+                _check_utf8(path, item.block, item.line_no, table.bad_utf8)
+            item.deep, item.newlines, table = table.deep, table.newlines, table.table
+        line_no = item.line_no + item.newlines  # the next block's first line
         if table is None:
             started = True
             yield from _block_python(
@@ -320,7 +360,7 @@ def iter_jsonl(
                 schema, first = peeked.table.schema, False
                 # yielded once the next block is read and handed to the parser, so that its
                 # parse runs while the rules read these batches (it ran after them, alone)
-                pending = _Block(_Parsed(peeked.table), b"", peeked.line_no, [], None)
+                pending = _Block(_Parsed(peeked.table), b"", peeked.line_no, [], None, 0)
             while True:
                 if pending is not None and schema is None:
                     # the next block's parse takes the first parsed block's schema: hand this
@@ -348,27 +388,28 @@ def iter_jsonl(
                     block, tail = data[: cut + 1], data[cut + 1 :]
                 data = b""
                 if block and not block.isspace():
-                    _check_utf8(path, block, line_no)
-                    deep, newlines = _too_deep(block)
-                    if deep:
-                        parsed = None
-                    elif pending is None:
-                        parsed = _Parsed(_parse(block, schema))
+                    if pending is None:  # checked and parsed here: nothing runs beside it
+                        _check_utf8(path, block, line_no)
+                        deep, newlines = _too_deep(block)
+                        parsed = None if deep else _Parsed(_parse(block, schema))
+                        after = None
+                        if not started and key is not None:
+                            after = _Resume(key, consumed, tail, line_no + newlines, None)
+                        pending = _Block(parsed, block, line_no, deep, after, newlines)
                     else:
                         if pool is None:
                             from concurrent.futures import ThreadPoolExecutor
 
                             pool = ThreadPoolExecutor(1, thread_name_prefix="dataaudit-jsonl")
-                        parsed = pool.submit(_parse, block, schema)
-                    after = None
-                    if not started and pending is None and key is not None:
-                        after = _Resume(key, consumed, tail, line_no + newlines, None)
-                    item = _Block(parsed, block, line_no, deep, after)
+                        task = pool.submit(_check_and_parse, block, schema)
+                        item = _Block(task, block, 0, [], None)
+                        yield from emit(pending)  # its newlines give this block's first line
+                        item.line_no = line_no
+                        pending = item
+                else:  # blank lines still count, after the block before them
                     if pending is not None:
                         yield from emit(pending)
-                    pending = item
-                    line_no += newlines
-                else:  # blank lines still count
+                        pending = None
                     line_no += block.count(b"\n")
                 if last:
                     break

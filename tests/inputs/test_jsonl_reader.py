@@ -202,3 +202,55 @@ def test_the_stream_after_a_peek_parses_the_next_block_while_the_first_is_read(
         time.sleep(0.01)
     assert len(calls) == 2
     assert sum(rb.num_rows for _, rb in stream) == 2000 - 64
+
+
+@pytest.mark.parametrize(
+    "at", [3, 150, 399]
+)  # the first block, one checked on the thread, the last
+def test_a_late_block_is_checked_on_the_reader_thread_with_its_line(tmp_path, monkeypatch, at):
+    """Blocks after the first are checked for UTF-8 and nesting on the reader's thread, while
+    the block before is read; the messages still name the file's line, and a deep line is
+    still kept from pyarrow and reported."""
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.errors import InputError
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)  # ~60 lines a block
+    lines = _lines(400).splitlines()
+    path = tmp_path / "t.jsonl"
+    bad = lines.copy()
+    bad[at] = '{"text": "caf\xe9"}'  # latin-1, not UTF-8
+    path.write_bytes("\n".join(bad).encode("latin-1") + b"\n")
+    with pytest.raises(InputError, match=rf"t.jsonl:{at + 1}: not valid UTF-8 \(byte 0xe9\)"):
+        list(jsonl.iter_jsonl(path, 64))
+    deep = lines.copy()
+    deep[at] = '{"text": ' + "[" * (jsonl.MAX_DEPTH + 1) + "]" * (jsonl.MAX_DEPTH + 1) + "}"
+    path.write_text("\n".join(deep) + "\n")
+    with pytest.raises(InputError, match=rf"t.jsonl:{at + 1}: nested {jsonl.MAX_DEPTH + 2} levels"):
+        list(jsonl.iter_jsonl(path, 64))
+    texts = [
+        t for rb in jsonl.iter_jsonl(path, 64, on_bad_lines="skip") for t in rb["text"].to_pylist()
+    ]
+    assert texts == [json.loads(line)["text"] for i, line in enumerate(lines) if i != at]
+
+
+def test_blocks_after_the_first_are_checked_off_the_scans_thread(tmp_path, monkeypatch):
+    """After the corpus peek, every block is checked and parsed on the reader's thread."""
+    import threading
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(400))
+    where = []
+    real = jsonl._too_deep
+    monkeypatch.setattr(
+        jsonl, "_too_deep", lambda b: where.append(threading.current_thread().name) or real(b)
+    )
+    from dataaudit.corpus import load_corpus
+
+    corpus = load_corpus(path)  # the peek, here (its first batch takes a few small blocks)
+    peeked = len(where)
+    assert sum(rb.num_rows for _, rb in corpus.stream(64)) == 400
+    assert where[0] == threading.current_thread().name and len(where) > peeked + 3
+    assert all(name.startswith("dataaudit-jsonl") for name in where[peeked:])
