@@ -254,3 +254,69 @@ def test_blocks_after_the_first_are_checked_off_the_scans_thread(tmp_path, monke
     assert sum(rb.num_rows for _, rb in corpus.stream(64)) == 400
     assert where[0] == threading.current_thread().name and len(where) > peeked + 3
     assert all(name.startswith("dataaudit-jsonl") for name in where[peeked:])
+
+
+def test_the_reader_runs_below_the_scan_only_while_the_cores_are_free(tmp_path, monkeypatch):
+    """The next block is parsed at a lower priority than the scan (it then runs in the gaps
+    between the scan's threads), unless other work already keeps the cores busy."""
+    import os
+    import sys
+    import threading
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("per-thread nice values are Linux's")
+    load = tmp_path / "loadavg"
+    load.write_text("0.50 0.40 0.30 1/200 999\n")
+    assert jsonl._cores_free(str(load))
+    load.write_text(f"3.00 2.00 1.00 {(os.cpu_count() or 1) + 2}/200 999\n")
+    assert not jsonl._cores_free(str(load)) and not jsonl._cores_free(str(tmp_path / "none"))
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(400))
+    real = jsonl._too_deep
+    for free, nice in ((True, jsonl.READER_NICE), (False, 0)):
+        monkeypatch.setattr(jsonl, "_cores_free", lambda free=free: free)
+        seen = []
+
+        def spy(block, seen=seen):
+            if threading.current_thread().name.startswith("dataaudit-jsonl"):
+                seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return real(block)
+
+        monkeypatch.setattr(jsonl, "_too_deep", spy)
+        assert sum(rb.num_rows for rb in jsonl.iter_jsonl(path, 64)) == 400
+        assert seen and set(seen) == {nice}
+
+
+def test_a_lowered_reader_that_lags_is_given_up(tmp_path, monkeypatch):
+    """Other work may keep a lowered reader from the cores: a block it has not parsed within
+    READER_PATIENCE is parsed by the scan's thread, and the next go to a reader at the scan's
+    priority; every row is read once, in order."""
+    import threading
+    import time
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(jsonl, "_cores_free", lambda: True)
+    monkeypatch.setattr(jsonl, "READER_PATIENCE", 0.05)
+    path = tmp_path / "t.jsonl"
+    text = _lines(400)
+    path.write_text(text)
+    real = jsonl._check_and_parse
+    where = []
+
+    def starved(block, schema):
+        name = threading.current_thread().name
+        where.append(name)
+        if name.startswith("dataaudit-jsonl") and len(where) < 3:
+            time.sleep(0.3)  # kept from the cores
+        return real(block, schema)
+
+    monkeypatch.setattr(jsonl, "_check_and_parse", starved)
+    texts = [t for rb in jsonl.iter_jsonl(path, 64) for t in rb["text"].to_pylist()]
+    assert texts == [json.loads(line)["text"] for line in text.splitlines()]
+    assert "MainThread" in where  # the late block, parsed by the scan's thread
+    assert len(where) > 4 and where[-1].startswith("dataaudit-jsonl")  # then a new reader
