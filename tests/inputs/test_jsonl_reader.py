@@ -276,7 +276,8 @@ def test_the_reader_runs_below_the_scan_only_while_the_cores_are_free(tmp_path, 
     path = tmp_path / "t.jsonl"
     path.write_text(_lines(400))
     real = jsonl._too_deep
-    for free, nice in ((True, jsonl.READER_NICE), (False, 0)):
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # CI may run niced
+    for free, nice in ((True, jsonl.READER_NICE), (False, base)):
         monkeypatch.setattr(jsonl, "_cores_free", lambda free=free: free)
         seen = []
 
