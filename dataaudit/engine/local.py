@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from .._process import resume_collection
 from ..context import AuditContext
 from ..identity import SplitIdentity
 from ..rule import RuleResult
@@ -16,9 +17,6 @@ from .reportable import check_result
 from .state import RULE_FAILURES, RuleRun, ScanState, error_message
 
 __all__ = ["finish", "scan"]
-
-
-from .._process import resume_collection
 
 
 def scan(

@@ -170,10 +170,9 @@ def _bad_utf8(block: bytes) -> int | None:
     return None
 
 
-def _check_utf8(path: Path, block: bytes, first_line: int, at: int | None = -1) -> None:
-    """Raise the message for the first byte of ``block`` that is not UTF-8 (``at``: where it
-    is, when :func:`_bad_utf8` already looked)."""
-    at = _bad_utf8(block) if at == -1 else at
+def _check_utf8(path: Path, block: bytes, first_line: int, at: int | None) -> None:
+    """Raise the message for the byte at ``at`` of ``block`` that is not UTF-8
+    (:func:`_bad_utf8`; None: nothing to raise)."""
     if at is not None:
         line = first_line + block.count(b"\n", 0, at) + 1
         raise not_utf8(path, line, block[at]) from None
@@ -326,12 +325,13 @@ def _parse(block: bytes, schema: pa.Schema | None) -> pa.Table | None:
 
 
 class _Parsed:
-    """A parse done in this thread (the first block: a file of one block starts no thread)."""
+    """A block done in this thread (a :class:`_Checked`; or a peeked block's table): the first
+    block (a file of one block starts no thread)."""
 
-    def __init__(self, table: pa.Table | None):
+    def __init__(self, table: Any):
         self.table = table
 
-    def result(self) -> pa.Table | None:
+    def result(self) -> Any:
         return self.table
 
 
@@ -340,7 +340,7 @@ class _Block:
     """A block read and handed to the parser (checked first, here or on the reader's thread),
     waiting for its turn to be yielded."""
 
-    parsed: Any  # _Parsed, or a Future of _check_and_parse; None: too deep for pyarrow
+    parsed: Any  # _Parsed (of a _Checked or a peeked table), or a Future of _check_and_parse
     block: bytes
     line_no: int  # lines before it (a block checked on the thread: set once the one before is)
     deep: list[tuple[int, int]]
@@ -406,13 +406,8 @@ def iter_jsonl(
 
     def emit(item: _Block) -> Iterator[pa.RecordBatch]:
         nonlocal schema, started, first_block, line_no
-        if item.parsed is None:  # too deep for pyarrow
-            table = None
-        elif isinstance(item.parsed, _Parsed):
-            table = item.parsed.result()
-        else:
-            table = _await(item)
-        if isinstance(table, _Checked):  # checked on the reader's thread: report as if here
+        table = item.parsed.result() if isinstance(item.parsed, _Parsed) else _await(item)
+        if isinstance(table, _Checked):  # checked (here or on the reader's thread): report it
             if table.bad_utf8 is not None:
                 _check_utf8(path, item.block, item.line_no, table.bad_utf8)
             item.deep, item.newlines, table = table.deep, table.newlines, table.table
@@ -471,13 +466,12 @@ def iter_jsonl(
                 data = b""
                 if block and not block.isspace():
                     if pending is None:  # checked and parsed here: nothing runs beside it
-                        _check_utf8(path, block, line_no)
-                        deep, newlines = _too_deep(block)
-                        parsed = None if deep else _Parsed(_parse(block, schema))
+                        checked = _check_and_parse(block, schema)
+                        _check_utf8(path, block, line_no, checked.bad_utf8)
                         after = None
                         if not started and key is not None:
-                            after = _Resume(key, consumed, tail, line_no + newlines, None)
-                        pending = _Block(parsed, block, line_no, deep, after, newlines)
+                            after = _Resume(key, consumed, tail, line_no + checked.newlines, None)
+                        pending = _Block(_Parsed(checked), block, line_no, [], after)
                     else:
                         if pool is None:
                             pool = _reader_pool(lowered)
@@ -656,7 +650,7 @@ def iter_json(
         raw = fh.read()
     if raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
-    _check_utf8(path, raw, 0)
+    _check_utf8(path, raw, 0, _bad_utf8(raw))
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -444,9 +444,9 @@ class Sketch:
 def _max_row_tokens(
     offsets: np.ndarray, rows: np.ndarray, outs: np.ndarray, lo: int, hi: int, char_rows: np.ndarray
 ) -> int:
-    """Room for the tokens of any of rows ``rows[lo:hi]`` (:func:`~dataaudit.sketches.kernels.sketch_rows`' ``toks``): a
-    word and its separator take at least 2 bytes; a character at least 1, and a mapped one of
-    2 or more bytes maps to at most 7 code points."""
+    """Room for the tokens of any of rows ``rows[lo:hi]`` (the kernel ``sketch_rows``'
+    ``toks``): a word and its separator take at least 2 bytes; a character at least 1, and a
+    mapped one of 2 or more bytes maps to at most 7 code points."""
     if hi <= lo:
         return 0
     at = rows[lo:hi]
