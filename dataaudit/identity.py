@@ -32,10 +32,17 @@ _loop_rows = 0
 
 
 def _use_compiled(n: int) -> bool:
-    """The compiled xxh3 when numba is loaded already (a MinHash or exact-duplicate rule loaded
-    it) or this process has hashed enough rows to repay loading it."""
+    """The compiled xxh3 when a MinHash or exact-duplicate rule loaded the compiled kernels
+    already (numba's, or their machine code from ``sketches/native.py``'s files: without this,
+    a DUP002 audit of 40k long documents hashed them with the loop, ~0.03 s of its ~0.95 s),
+    or this process has hashed enough rows to repay loading them."""
     global _loop_rows
-    if "dataaudit.sketches.kernels" in sys.modules or _loop_rows >= COMPILED_AFTER_ROWS:
+    native = sys.modules.get("dataaudit.sketches.native")
+    if (
+        "dataaudit.sketches.kernels" in sys.modules
+        or (native is not None and native.loaded())
+        or _loop_rows >= COMPILED_AFTER_ROWS
+    ):
         return True
     _loop_rows += n
     return False

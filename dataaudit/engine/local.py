@@ -51,11 +51,6 @@ def scan(
             if item is None:
                 break
             split, rb = item
-            t0 = clock()
-            if split not in state.identity:
-                state.identity[split] = SplitIdentity()
-            state.identity[split].update(rb)
-            timings.identity += clock() - t0
             batch = ctx.batch(split, rb, offsets.get(split, 0))
             offsets[split] = offsets.get(split, 0) + rb.num_rows
             for index, run in enumerate(state.runs):
@@ -72,6 +67,11 @@ def scan(
                 # features this rule asked for first are the features' time, not the rule's
                 run.charge("update", clock() - t0 - (batch.features_total - f0))
             timings.add_features(batch.feature_seconds)
+            t0 = clock()  # after the rules: their compiled kernels, once loaded, hash it too
+            if split not in state.identity:
+                state.identity[split] = SplitIdentity()
+            state.identity[split].update(rb)
+            timings.identity += clock() - t0
             bar.update(rb.num_rows)
             resume_collection()  # start-up ends with the first batch (its kernels loaded)
     finally:

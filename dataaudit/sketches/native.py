@@ -73,6 +73,12 @@ def enabled() -> bool:
     )
 
 
+def loaded() -> bool:
+    """Whether a kernel already runs from its file in this process (the JIT is up: another
+    kernel's file costs ~1 ms more, not llvmlite's import)."""
+    return bool(_JIT)
+
+
 def typeof(value: Any) -> str | None:
     """``repr(numba.typeof(value))`` for the kinds of argument the kernels take (native-order
     numeric arrays, Python and numpy scalars); None for any other."""

@@ -64,4 +64,19 @@ def test_the_loop_hands_over_after_enough_rows(monkeypatch):
     monkeypatch.setattr(identity, "COMPILED_AFTER_ROWS", 10)
     monkeypatch.setattr(identity, "_loop_rows", 0)
     monkeypatch.delitem(__import__("sys").modules, "dataaudit.sketches.kernels", raising=False)
+    monkeypatch.setattr("dataaudit.sketches.native._JIT", [])
     assert [identity._use_compiled(4) for _ in range(4)] == [False, False, False, True]
+
+
+def test_the_kernels_files_count_as_loaded(monkeypatch):
+    """A rule that ran its kernels from their files (no numba) has the JIT up: the content
+    hash uses the compiled xxh3 from then on, not the per-row loop."""
+    from dataaudit.sketches import native
+
+    monkeypatch.setattr(identity, "COMPILED_AFTER_ROWS", 10**9)
+    monkeypatch.setattr(identity, "_loop_rows", 0)
+    monkeypatch.delitem(__import__("sys").modules, "dataaudit.sketches.kernels", raising=False)
+    monkeypatch.setattr(native, "_JIT", [])
+    assert not identity._use_compiled(4)
+    monkeypatch.setattr(native, "_JIT", ["llvmlite.binding", "engine"])
+    assert identity._use_compiled(4)
