@@ -122,11 +122,21 @@ def _abort() -> int:
 
 @lru_cache(maxsize=1)
 def _versions() -> tuple[str, str, str]:
-    import importlib.metadata
-
+    """numba's version (its ``_version.py``, which names the release and its commit: read, not
+    imported, as importlib.metadata would be, ~0.015 s), llvmlite's and Python's."""
     import llvmlite
 
-    return importlib.metadata.version("numba"), llvmlite.__version__, sys.version
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("numba is not installed")
+    try:
+        stamp = Path(next(iter(spec.submodule_search_locations)), "_version.py").read_bytes()
+        numba = hashlib.sha256(stamp).hexdigest()
+    except OSError:  # a build without versioneer's file
+        from importlib import metadata
+
+        numba = metadata.version("numba")
+    return numba, llvmlite.__version__, sys.version
 
 
 def _jit() -> tuple[Any, Any]:

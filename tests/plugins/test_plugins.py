@@ -121,6 +121,7 @@ def test_every_plugin_import_error_is_reported(monkeypatch, exc):
             raise exc
 
     monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr(registry, "_no_plugins_known", lambda: False)
     registry.load_rules.cache_clear()
     try:
         ruleset = registry.load_rules()
@@ -145,9 +146,48 @@ def test_ctrl_c_during_plugin_loading_still_stops(monkeypatch):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr(registry, "_no_plugins_known", lambda: False)
     registry.load_rules.cache_clear()
     try:
         with pytest.raises(KeyboardInterrupt):
             registry.load_rules()
     finally:
         registry.load_rules.cache_clear()
+
+
+def test_a_look_that_found_no_plugin_is_remembered_until_an_import_path_changes(
+    monkeypatch, tmp_path
+):
+    """Looking for entry points imports importlib.metadata and reads every installed
+    package's metadata; when none of ours is there, later processes skip it, until a package is
+    installed or removed in an import path entry (its folder's modification time changes)."""
+    from importlib import metadata
+
+    from dataaudit import registry
+
+    looks = []
+
+    def entry_points(group):
+        looks.append(group)
+        return []
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_no_plugins_file", lambda: tmp_path / "no-plugins.json")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    assert registry._plugin_entry_points() == [] and len(looks) == 1
+    assert registry._plugin_entry_points() == [] and len(looks) == 1  # remembered
+    (site / "newpkg-1.0.dist-info").mkdir()  # pip installs a package there
+    os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 10**9))  # coarse clocks
+    assert registry._plugin_entry_points() == [] and len(looks) == 2
+    monkeypatch.setattr(sys, "path", sys.path[:-1])  # another environment's path
+    assert registry._plugin_entry_points() == [] and len(looks) == 3
+
+    class Found:
+        name, value, dist = "x", "x:Rule", None
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [Found()])
+    (tmp_path / "no-plugins.json").unlink()
+    assert registry._plugin_entry_points()[0].name == "x"
+    assert not (tmp_path / "no-plugins.json").exists()  # found ones are looked for each time

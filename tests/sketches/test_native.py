@@ -4,6 +4,8 @@ missing, damaged, foreign, or the kernel reports an error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,28 @@ def test_the_files_can_be_left_to_numba(files, monkeypatch, setting):
     again = native.Kernel(KERNELS, "band_keys")
     got = again(sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64))
     assert got.tolist() == want.tolist() and again._loaded == {}
+
+
+def test_the_files_are_keyed_by_numbas_release_file_without_importlib_metadata(
+    monkeypatch, tmp_path
+):
+    """numba's ``_version.py`` (its release and commit) keys the files; read, not imported. A
+    numba without that file is keyed by its version from its metadata."""
+    import hashlib
+    import importlib.util
+    import types
+    from importlib import metadata
+
+    real = importlib.util.find_spec("numba")
+    here = next(iter(real.submodule_search_locations))
+    native._versions.cache_clear()
+    try:
+        version, llvm, python = native._versions()
+        expected = hashlib.sha256((Path(here) / "_version.py").read_bytes())
+        assert version == expected.hexdigest() and python == __import__("sys").version
+        native._versions.cache_clear()
+        elsewhere = types.SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name: elsewhere)
+        assert native._versions()[0] == metadata.version("numba")
+    finally:
+        native._versions.cache_clear()
