@@ -39,6 +39,7 @@ NOT_FOR_DUP002 = {
     # the rules' entry points were looked for last time and none was there (registry.py),
     # and the kernels' files are keyed by numba's _version.py, not its metadata
     "importlib.metadata",
+    "yaml",  # the default pack comes from its JSON copy (config._read_pack)
     "sklearn",
     "tokenizers",
     "transformers",

@@ -94,3 +94,29 @@ def test_resolved_config_and_hash_in_report():
     a = audit(ROWS, select=["TXT"]).data["config"]
     b = audit(ROWS, select=["TXT"], rules={"TXT003": {"max_chars": 10}}).data["config"]
     assert a["select"] == ["TXT"] and a["hash"] != b["hash"]
+
+
+def test_a_pack_is_read_from_its_json_copy_while_its_yaml_is_unchanged(tmp_path, monkeypatch):
+    """The YAML parser's import costs every audit ~0.01 s: a pack's parsed copy is kept as JSON,
+    keyed by the YAML's bytes; an edited pack is parsed again, one JSON cannot hold as it is
+    never copied."""
+    import sys
+
+    from dataaudit import _cache, config
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    monkeypatch.setattr(config, "pack_dir", lambda: packs)
+    monkeypatch.setattr(_cache, "cache_file", lambda beside, name: tmp_path / name)
+    (packs / "mine.yaml").write_text("select: [DUP002]\nrules:\n  DUP002: {threshold: 0.9}\n")
+    first = config._read_pack("mine")
+    assert first == {"select": ["DUP002"], "rules": {"DUP002": {"threshold": 0.9}}}
+    assert (tmp_path / "pack-mine.json").is_file()
+    monkeypatch.setitem(sys.modules, "yaml", None)  # importing it now fails
+    assert config._read_pack("mine") == first
+    monkeypatch.delitem(sys.modules, "yaml")
+    (packs / "mine.yaml").write_text("select: [TXT001]\n")
+    assert config._read_pack("mine") == {"select": ["TXT001"]}  # edited: parsed again
+    (packs / "odd.yaml").write_text("rules:\n  1: x\n")  # an int key: JSON would make it "1"
+    assert config._read_pack("odd") == {"rules": {1: "x"}}
+    assert not (tmp_path / "pack-odd.json").exists()
