@@ -244,9 +244,12 @@ def _describe(exc: BaseException) -> str:
 
 def _path_stamp() -> list[list[Any]]:
     """Each import path entry with its modification time: installing or removing a package
-    adds or deletes a folder (its ``.dist-info``) in its entry, which changes that time."""
+    adds or deletes a folder (its ``.dist-info``) in its entry, which changes that time. Not
+    the program's own folder that Python puts first (the working directory with ``-m`` and
+    ``-c``), where reports are written and no package is installed."""
     stamp: list[list[Any]] = []
-    for entry in sys.path:
+    own = 0 if getattr(sys.flags, "safe_path", False) else 1
+    for entry in sys.path[own:]:
         try:
             stamp.append([entry, os.stat(entry or ".").st_mtime_ns])
         except (OSError, ValueError):

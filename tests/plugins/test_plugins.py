@@ -183,6 +183,13 @@ def test_a_look_that_found_no_plugin_is_remembered_until_an_import_path_changes(
     assert registry._plugin_entry_points() == [] and len(looks) == 2
     monkeypatch.setattr(sys, "path", sys.path[:-1])  # another environment's path
     assert registry._plugin_entry_points() == [] and len(looks) == 3
+    if not sys.flags.safe_path:  # the program's folder first: where reports are written
+        monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+        assert registry._plugin_entry_points() == [] and len(looks) == 4
+        (site / "report.json").write_text("{}")
+        os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 10**9))
+        assert registry._plugin_entry_points() == [] and len(looks) == 4
+        monkeypatch.setattr(sys, "path", sys.path[1:])
 
     class Found:
         name, value, dist = "x", "x:Rule", None
