@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import indices
-from ..sketches.lsh import signature_keys
+from ..sketches.lsh import band_matrix
 from ..sketches.minhash import ShingleSets
 
 __all__ = ["band_rows", "bucket_pairs", "set_column", "sets_of", "sig_column", "signatures_of"]
@@ -21,9 +21,7 @@ def band_rows(
     first column, as the in-process LSH), the position in ``idx`` and the band index; rows
     first, bands inside (``len(idx) * bands`` each)."""
     n = len(idx)
-    keys = np.empty((n, bands), np.uint64)
-    for band in range(bands):
-        keys[:, band] = signature_keys(sig, band * rows, (band + 1) * rows, idx)
+    keys = band_matrix(sig, bands, rows, idx)
     at = np.repeat(np.arange(n, dtype=np.int64), bands)
     band = np.tile(np.arange(bands, dtype=np.uint8), n)
     return keys.reshape(-1), at, band

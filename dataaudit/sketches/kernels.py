@@ -649,17 +649,20 @@ def jaccard_pairs(offsets, values, a, b, sig, threshold, z, sentinel, out):
 
 
 @kernel()
-def band_keys(sig, idx, start, stop, init, out):
-    """:func:`dataaudit.sketches.lsh.signature_keys` of columns ``start:stop`` for the rows
-    ``idx`` (one pass, no temporaries) into ``out``: ``key = (key ^ v) * GOLDEN; key ^= key >>
-    29`` per value from ``init``, then the splitmix64 finalizer."""
+def band_keys(sig, idx, start, width, out):
+    """:func:`dataaudit.sketches.lsh.signature_keys` of the rows ``idx`` into ``out`` (rows,
+    bands): band ``b`` hashes columns ``start + b * width`` to ``start + (b + 1) * width`` (one
+    pass over each row, no temporaries): ``key = (key ^ v) * GOLDEN; key ^= key >> 29`` per
+    value from ``(first column + 1) * GOLDEN``, then the splitmix64 finalizer."""
     for x in range(len(idx)):
         r = idx[x]
-        key = init
-        for c in range(start, stop):
-            key = (key ^ U64(sig[r, c])) * GOLDEN
-            key ^= key >> U64(29)
-        out[x] = _mix(key)
+        for b in range(out.shape[1]):
+            lo = start + b * width
+            key = U64(lo + 1) * GOLDEN
+            for c in range(lo, lo + width):
+                key = (key ^ U64(sig[r, c])) * GOLDEN
+                key ^= key >> U64(29)
+            out[x, b] = _mix(key)
     return out
 
 

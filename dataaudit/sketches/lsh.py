@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .hashing import GOLDEN
 from .minhash import empty_rows, jaccard_estimate
 
 __all__ = [
+    "band_matrix",
     "candidate_pairs",
     "choose_bands",
     "components",
@@ -80,14 +80,30 @@ def signature_keys(
 ) -> np.ndarray:
     """A 64-bit hash of columns ``start:stop`` of each signature row (of ``rows`` only, if
     given; compiled, one pass)."""
+    stop = signatures.shape[1] if stop is None else min(stop, signatures.shape[1])
+    return band_matrix(signatures, 1, max(stop - start, 0), rows, start).reshape(-1)
+
+
+def band_matrix(
+    signatures: np.ndarray,
+    bands: int,
+    rows_per_band: int,
+    rows: np.ndarray | None = None,
+    start: int = 0,
+) -> np.ndarray:
+    """(rows, bands) uint64: each signature row's LSH band keys (of ``rows`` only, if given),
+    band ``b`` being :func:`signature_keys` of its columns ``start + b * rows_per_band`` on, in
+    one compiled call (a call per band cost ~0.15 ms each: 0.04 s of a 40k-document DUP002
+    audit's 0.95 s)."""
     from .native import band_keys
 
-    stop = signatures.shape[1] if stop is None else min(stop, signatures.shape[1])
     idx = np.arange(len(signatures), dtype=np.int64) if rows is None else rows
-    init = U64(((start + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
     sig = signatures if signatures.dtype == np.uint32 else signatures.astype(np.uint32)
     idx = np.ascontiguousarray(idx, np.int64)
-    return band_keys(sig, idx, int(start), int(stop), init, np.empty(len(idx), U64))
+    out = np.empty((len(idx), bands), U64)
+    if len(idx) and bands:
+        band_keys(sig, idx, int(start), int(rows_per_band), out)
+    return out
 
 
 def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

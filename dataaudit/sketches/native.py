@@ -193,6 +193,10 @@ class _Native:
             else:
                 types.append(_SCALARS[arg])
         self.returns = returns
+        # room for the return value: an array's struct is 5 words, then its shape and strides
+        # (a 2-d array's 72 bytes overran a fixed 64-byte buffer); scalars take one word
+        ndim = int(returns.split(",")[1]) if returns.startswith("Array(") else 0
+        self.size = 8 * (5 + 2 * ndim)
         self.call = ctypes.CFUNCTYPE(ctypes.c_int32, *types)(address)
 
     def __call__(self, args: tuple[Any, ...]) -> tuple[bool, Any]:
@@ -203,7 +207,7 @@ class _Native:
                 flat += [*value.shape, *value.strides]
             else:
                 flat.append(value.item() if isinstance(value, np.generic) else value)
-        out = ctypes.create_string_buffer(64)
+        out = ctypes.create_string_buffer(self.size)
         error = ctypes.c_void_p()
         if self.call(ctypes.addressof(out), ctypes.addressof(error), *flat) != 0:
             return False, None

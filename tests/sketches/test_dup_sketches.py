@@ -200,3 +200,30 @@ def test_ngram_index_exact_and_bloom_merge_identically():
     small = NgramIndex(budget=20_000)
     small.add(x)
     assert small.size == 5000 and small.contains(x).all() and not small.contains(y).any()
+
+
+def test_band_keys_of_all_bands_at_once_are_each_bands_own():
+    """band_matrix hashes every band of each row in one compiled call; each column is that
+    band's signature_keys (the LSH keys DUP002, LEAK001 and LBL001 meet on), and those are the
+    hash written out here in numpy."""
+    from dataaudit.sketches.hashing import GOLDEN, mix64
+    from dataaudit.sketches.lsh import band_matrix, signature_keys
+
+    sig = np.random.default_rng(3).integers(0, 2**32, (50, 128), dtype=np.uint32)
+    rows = np.array([3, 7, 9, 49])
+
+    def by_hand(start: int, stop: int, at: np.ndarray) -> np.ndarray:
+        key = np.full(len(at), (start + 1) * int(GOLDEN) & (2**64 - 1), np.uint64)
+        with np.errstate(over="ignore"):
+            for c in range(start, stop):
+                key = (key ^ sig[at, c].astype(np.uint64)) * GOLDEN
+                key ^= key >> np.uint64(29)
+        return mix64(key)
+
+    keys = band_matrix(sig, 18, 7, rows)
+    assert keys.shape == (4, 18)
+    for b in range(18):
+        assert (keys[:, b] == signature_keys(sig, b * 7, (b + 1) * 7, rows)).all()
+        assert (keys[:, b] == by_hand(b * 7, (b + 1) * 7, rows)).all()
+    assert (signature_keys(sig) == by_hand(0, 128, np.arange(50))).all()
+    assert band_matrix(sig, 18, 7, np.zeros(0, np.int64)).shape == (0, 18)

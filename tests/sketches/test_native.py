@@ -60,11 +60,11 @@ def _band_inputs():
 def test_a_kernel_runs_from_its_file_as_numba_runs_it(files):
     sig, idx = _band_inputs()
     first = native.Kernel(KERNELS, "band_keys")
-    want = first(sig, idx, 4, 12, np.uint64(99), np.empty(len(idx), np.uint64))  # numba's way
+    want = first(sig, idx, 4, 4, np.empty((len(idx), 2), np.uint64))  # numba's way
     assert [p.name.split("-")[0] for p in files.iterdir()] == ["band_keys"]
     again = native.Kernel(KERNELS, "band_keys")  # as a later process: from the file
-    out = np.empty(len(idx), np.uint64)
-    got = again(sig, idx, 4, 12, np.uint64(99), out)
+    out = np.empty((len(idx), 2), np.uint64)
+    got = again(sig, idx, 4, 4, out)
     assert got is out and got.tolist() == want.tolist()
     assert [v is not None for v in again._loaded.values()] == [True]
 
@@ -88,9 +88,7 @@ def test_a_scalar_result_comes_back(files):
 @pytest.mark.parametrize("damage", ["garbage", "another cpu", "cut short"])
 def test_a_file_that_does_not_fit_is_numbas_way_and_rewritten(files, damage):
     sig, idx = _band_inputs()
-    want = native.Kernel(KERNELS, "band_keys")(
-        sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64)
-    )
+    want = native.Kernel(KERNELS, "band_keys")(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
     (path,) = files.iterdir()
     blob = path.read_bytes()
     if damage == "garbage":
@@ -100,7 +98,7 @@ def test_a_file_that_does_not_fit_is_numbas_way_and_rewritten(files, damage):
     else:
         path.write_bytes(blob[:-100])
     again = native.Kernel(KERNELS, "band_keys")
-    got = again(sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64))
+    got = again(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
     assert got.tolist() == want.tolist()
     assert list(again._loaded.values()) == [None]  # numba ran it
     assert path.read_bytes() == blob  # and the file is whole again
@@ -130,13 +128,11 @@ def test_undefined_symbols_of_an_object():
 def test_the_files_can_be_left_to_numba(files, monkeypatch, setting):
     name, value = setting.split("=")
     sig, idx = _band_inputs()
-    want = native.Kernel(KERNELS, "band_keys")(
-        sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64)
-    )
+    want = native.Kernel(KERNELS, "band_keys")(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
     monkeypatch.setenv(name, value)
     assert not native.enabled()
     again = native.Kernel(KERNELS, "band_keys")
-    got = again(sig, idx, 0, 8, np.uint64(1), np.empty(100, np.uint64))
+    got = again(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
     assert got.tolist() == want.tolist() and again._loaded == {}
 
 
@@ -163,3 +159,12 @@ def test_the_files_are_keyed_by_numbas_release_file_without_importlib_metadata(
         assert native._versions()[0] == metadata.version("numba")
     finally:
         native._versions.cache_clear()
+
+
+def test_the_return_value_has_room_for_an_arrays_shape_and_strides():
+    """numba returns an array as its struct: five words, then ndim shape and ndim stride words
+    (a 2-d array's 72 bytes overran the 64-byte buffer of the first version: heap corruption,
+    then a crash in a later call)."""
+    two_d = "Array(uint64, 2, 'C', False, aligned=True)"
+    assert native._Native(1, [two_d], two_d).size == 72
+    assert native._Native(1, ["int64"], "int64").size >= 8

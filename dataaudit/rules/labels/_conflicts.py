@@ -287,11 +287,12 @@ def emit(state: dict[str, Any], batch: Batch, bands: int, per_band: int) -> pa.T
     keys, band, at = [hashes[labeled]], [np.full(labeled.size, EXACT_BAND, np.int8)], [labeled]
     full = [np.zeros(labeled.size, np.uint64)]
     if near.size:
-        from ...sketches.lsh import signature_keys
+        from ...sketches.lsh import band_matrix, signature_keys
 
         whole = signature_keys(sig, rows=near)  # identical signatures: the same key
+        by_band = band_matrix(sig, bands, per_band, near)
         for b in range(bands):
-            keys.append(signature_keys(sig, b * per_band, (b + 1) * per_band, near))
+            keys.append(by_band[:, b])
             band.append(np.full(near.size, b, np.int8))
             at.append(near)
             full.append(whole)

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import indices
+from ...sketches.lsh import band_matrix as lsh_band_matrix
 from ...sketches.lsh import signature_keys
 from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
 
@@ -73,10 +74,7 @@ class EvalIndex:
 def band_matrix(sig: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:
     """(rows, bands) uint64: each row's band keys (compiled; the prepass computes them where
     the batch is, so the process that builds the index runs no compiled kernel)."""
-    out = np.empty((len(sig), bands), _U64)
-    for band in range(bands):
-        out[:, band] = signature_keys(sig, band * rows_per_band, (band + 1) * rows_per_band)
-    return out
+    return lsh_band_matrix(sig, bands, rows_per_band)
 
 
 def build_index(
