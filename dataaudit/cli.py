@@ -720,5 +720,26 @@ def _skip_exit_collection() -> None:
     gc.freeze()
 
 
+def run() -> None:
+    """The program (the ``dataaudit`` command, ``python -m dataaudit``): :func:`main`, then the
+    process ends without Python's teardown of its modules (numpy's, pyarrow's, LLVM's: ~0.012 s
+    of every run). What runs at exit still runs first (atexit: spill folders, Ray, logging,
+    multiprocessing), then the standard streams are flushed; what the audit wrote is closed
+    already. A caller of :func:`main` in Python keeps its process."""
+    code = main()
+    import atexit
+
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_functions is None:  # pragma: no cover - not CPython
+        sys.exit(code)
+    run_exit_functions()
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

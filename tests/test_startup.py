@@ -353,3 +353,26 @@ def test_the_program_collects_garbage_while_worker_processes_scan(tmp_path):
     )
     seen = _seen_by_the_program(tmp_path, spy, ["--select", "TXT001", "--workers", "2"])
     assert seen == [True]
+
+
+def test_the_program_ends_after_the_exit_functions_with_its_code_and_output(tmp_path):
+    # run() ends the process without Python's module teardown: what is registered to run at
+    # exit still runs, the output piped to a file is all there, and the exit code is main()'s
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a b c d e f"}\n{"text": ""}\n')
+    marker = tmp_path / "atexit.txt"
+    code = (
+        "import atexit, runpy, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+        f"sys.argv = {['dataaudit', 'audit', str(data), '--select', 'TXT001', '--fail-on', 'warn']!r}\n"
+        "runpy.run_module('dataaudit', run_name='__main__', alter_sys=True)\n"
+        "print('not reached')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr[-3000:]  # TXT001 warns on the empty row
+    assert "TXT001" in proc.stdout and "not reached" not in proc.stdout
+    assert marker.read_text() == "ran"
+    ok = subprocess.run(
+        [sys.executable, "-m", "dataaudit", "rules", "--json"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["rules"]  # the whole JSON, flushed

@@ -1,0 +1,5 @@
+"""``python -m dataaudit``: the ``dataaudit`` command."""
+
+from .cli import run
+
+run()
