@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._arrays import sorted_unique
 from ._arrow import one_chunk, string_parts, strings
 
 __all__ = ["json_texts"]
@@ -46,7 +46,10 @@ def _escaped(arr: pa.Array) -> pa.Array:
     _, data = string_parts(arr)  # a large_string array: never None
     # only the characters present are replaced (a pass over the bytes each; most have none)
     escapes = [(0x5C, "\\\\"), (0x22, '\\"')]  # the backslash first: the others add some
-    escapes += [(b, _SHORT.get(b, f"\\u{b:04x}")) for b in np.unique(data[data < 0x20]).tolist()]
+    escapes += [
+        (b, _SHORT.get(b, f"\\u{b:04x}"))
+        for b in sorted_unique(data[data < 0x20], in_place=True).tolist()
+    ]
     for byte, escape in escapes:
         if byte >= 0x20 and not (data == byte).any():
             continue

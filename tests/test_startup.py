@@ -40,6 +40,8 @@ NOT_FOR_DUP002 = {
     # and the kernels' files are keyed by numba's _version.py, not its metadata
     "importlib.metadata",
     "yaml",  # the default pack comes from its JSON copy (config._read_pack)
+    "numpy.ma",  # a plain np.unique imports it (_arrays.sorted_unique does not)
+    "numpy.random",  # the probe table is read from its file (sketches.minhash._probe_table)
     "sklearn",
     "tokenizers",
     "transformers",

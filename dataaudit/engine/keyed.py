@@ -82,6 +82,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrays import sorted_unique
 from .._arrow import fixed, indices, mask_array, numeric_array, strings
 from .state import RULE_FAILURES, RuleRun, error_message
 
@@ -903,7 +904,7 @@ def join_first(
         parts,
     )
     pairs = pairs.take(indices(keep[by]))
-    need = [np.unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
+    need = [sorted_unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
     starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
     ends = rows.take(indices(np.concatenate(need)))
     for q in range(parts):
@@ -948,13 +949,14 @@ def verify_part(
     _check_edges(edges, "verify_pairs()")
     keep = list(EDGE_COLUMNS) + (["score"] if "score" in edges.column_names else [])
     edges = edges.select(keep)
-    ends_of = np.unique(
+    ends_of = sorted_unique(
         np.concatenate(
             [
                 _node_ids(edges.column("split_a"), edges.column("row_a"), splits),
                 _node_ids(edges.column("split_b"), edges.column("row_b"), splits),
             ]
-        )
+        ),
+        in_place=True,
     )
     payload = _carried(rule, cols, fetchable=False)
     members = both.take(indices(_locate(both, ends_of, splits, "verify_pairs()")))
@@ -997,13 +999,14 @@ def verify_rows(
         return None, None
     _check_edges(edges, "verify_pairs()")
     edges = edges.select(list(EDGE_COLUMNS) + (["score"] if "score" in edges.column_names else []))
-    ends_of = np.unique(
+    ends_of = sorted_unique(
         np.concatenate(
             [
                 _node_ids(edges.column("split_a"), edges.column("row_a"), splits),
                 _node_ids(edges.column("split_b"), edges.column("row_b"), splits),
             ]
-        )
+        ),
+        in_place=True,
     )
     at = np.minimum(np.searchsorted(nodes, ends_of), len(nodes) - 1)
     if not (nodes[at] == ends_of).all():

@@ -155,9 +155,9 @@ def _json_strings(array: pa.ChunkedArray) -> pa.Array:
     """Arrow text as JSON string literals (null: ``null``), escaped by Arrow: backslashes
     first, then quotes, then each control character the block holds (its bytes scanned by
     numpy: most blocks have none of them)."""
-    import numpy as np
     import pyarrow.compute as pc
 
+    from .._arrays import sorted_unique
     from .._arrow import one_chunk, string_parts, strings
 
     text = one_chunk(array)
@@ -167,7 +167,7 @@ def _json_strings(array: pa.ChunkedArray) -> pa.Array:
     if ((data == ord('"')) | (data == ord("\\"))).any():
         text = pc.replace_substring(text, "\\", "\\\\")
         text = pc.replace_substring(text, '"', '\\"')
-    for code in np.unique(data[data < 0x20]).tolist():
+    for code in sorted_unique(data[data < 0x20], in_place=True).tolist():
         text = pc.replace_substring(text, chr(code), _CONTROL[code])
     quote, null, empty = strings(['"', "null", ""])
     return pc.fill_null(pc.binary_join_element_wise(quote, text, quote, empty), null)

@@ -196,7 +196,9 @@ def _dictionary(distinct: list[str], rank: Any) -> tuple[list[str | None], Any]:
     each row's index in them (see decode_flags)."""
     import numpy as np
 
-    used = np.unique(rank[rank >= 0])
+    from .._arrays import sorted_unique
+
+    used = sorted_unique(rank[rank >= 0], in_place=True)
     values: list[str | None] = [distinct[i] for i in used.tolist()]
     lookup = np.full(len(distinct) + 1, len(values), np.int32)  # the last: null
     lookup[used] = np.arange(len(values), dtype=np.int32)

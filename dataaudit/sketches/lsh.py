@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from .minhash import empty_rows, jaccard_estimate
 
 __all__ = [
@@ -124,18 +125,6 @@ def _band_edges(keys: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return a, b
 
 
-def _sorted_unique(key: np.ndarray) -> np.ndarray:
-    """The distinct values of a uint64 array, ascending, sorting it in place (numpy's hash-based
-    ``np.unique`` is several times slower on tens of millions of pair keys)."""
-    key.sort()
-    if len(key) < 2:
-        return key
-    keep = np.empty(len(key), bool)
-    keep[0] = True
-    np.not_equal(key[1:], key[:-1], out=keep[1:])
-    return key[keep]
-
-
 def _split_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (key >> U64(32)).astype(np.int64), (key & U64(0xFFFFFFFF)).astype(np.int64)
 
@@ -143,7 +132,9 @@ def _split_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _unique_edges(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
-    return _split_keys(_sorted_unique((lo[keep].astype(U64) << U64(32)) | hi[keep].astype(U64)))
+    return _split_keys(
+        sorted_unique((lo[keep].astype(U64) << U64(32)) | hi[keep].astype(U64), in_place=True)
+    )
 
 
 def candidate_pairs(
@@ -223,7 +214,7 @@ def cross_candidates(
         return e, e
     key = np.concatenate(keys_)
     keys_.clear()
-    return _split_keys(_sorted_unique(key))
+    return _split_keys(sorted_unique(key, in_place=True))
 
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -271,7 +262,7 @@ def near_candidates(
     # 1) collapse identical signatures
     full = signature_keys(signatures, rows=valid) if len(valid) else np.empty(0, U64)
     ea, eb = _band_edges(full, valid)
-    same_b = np.unique(eb)  # non-first members of identical-signature groups
+    same_b = sorted_unique(eb)  # non-first members of identical-signature groups
     ea = ea[: len(ea) // 2]  # the (first, member) half
     eb = eb[: len(eb) // 2]
     reps = np.setdiff1d(valid, same_b, assume_unique=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -201,12 +202,33 @@ def _shingle_rows(
     return Shingles(len(offsets) - 1, hashes, per_row, ntok, nulls_to(keys, arr, NULL_HASH))
 
 
+#: mixed into the probe table's seed (and its file's name: a new salt never reads an old table)
+_PROBE_SALT = 0x0D5
+
+
 @lru_cache(maxsize=8)
 def _probe_table(num_perm: int, seed: int) -> np.ndarray:
     """Densification's probe order (shared, not to be written): kept per process, as building
-    it (~0.2 ms) cost 2% of the fused pass's CPU on ~1 MB batches."""
-    rng = np.random.default_rng([seed & 0xFFFFFFFF, num_perm, 0x0D5])
-    return rng.integers(0, num_perm, size=(_PROBES, num_perm), dtype=np.int64)
+    it (~0.2 ms) cost 2% of the fused pass's CPU on ~1 MB batches, and in a file (building it
+    imports numpy.random, ~0.006 s of a process's start-up). The file is numpy's version's:
+    its generator's streams may change between versions."""
+    from .._cache import cache_file, write_quietly
+
+    name = f"probes-{num_perm}-{seed & 0xFFFFFFFF}-{_PROBES}-{_PROBE_SALT}-np{np.__version__}.npy"
+    path = cache_file(Path(__file__).resolve().parent, name)
+    shape = (_PROBES, num_perm)
+    if path is not None:
+        try:
+            table = np.load(path, allow_pickle=False)
+            if table.dtype == np.int64 and table.shape == shape:
+                return table
+        except (OSError, ValueError, EOFError):  # missing or damaged: built again
+            pass
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, num_perm, _PROBE_SALT])
+    table = rng.integers(0, num_perm, size=shape, dtype=np.int64)
+    if path is not None:
+        write_quietly(path, lambda f: np.save(f, table, allow_pickle=False))
+    return table
 
 
 def minhash_signatures(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.ndarray:

@@ -20,24 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from .hashing import mix64
 
 U64 = np.uint64
 PROBES = 4
 PENDING = 1 << 22  # hashes waiting before they are folded into the exact set (32 MB)
 CHUNK = 1 << 18  # hashes per step of the derived-array work (probes, lookups, moves): 2 MB
-
-
-def _sorted_unique(x: np.ndarray) -> np.ndarray:
-    """``x`` sorted and de-duplicated, sorting in place (``x`` must be a private copy)."""
-    x.sort()
-    if len(x) > 1:
-        keep = np.empty(len(x), bool)
-        keep[0] = True
-        np.not_equal(x[1:], x[:-1], out=keep[1:])
-        if not keep.all():
-            x = x[keep]
-    return x
 
 
 def _owned(x: np.ndarray) -> np.ndarray:
@@ -128,7 +117,7 @@ class NgramIndex:
             return
         new = np.concatenate(self.pending) if len(self.pending) > 1 else self.pending[0].copy()
         self.pending, self.pending_n = [], 0
-        self._fold(_sorted_unique(new))
+        self._fold(sorted_unique(new, in_place=True))
 
     def _fold(self, new: np.ndarray) -> None:
         """Add a sorted, de-duplicated private array of hashes (consumed)."""

@@ -227,3 +227,32 @@ def test_band_keys_of_all_bands_at_once_are_each_bands_own():
         assert (keys[:, b] == by_hand(b * 7, (b + 1) * 7, rows)).all()
     assert (signature_keys(sig) == by_hand(0, 128, np.arange(50))).all()
     assert band_matrix(sig, 18, 7, np.zeros(0, np.int64)).shape == (0, 18)
+
+
+def test_the_probe_table_is_kept_in_a_file_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    """Densification's probe table comes from numpy's generator once; later processes read
+    it from a file (no numpy.random import) and a damaged file is rebuilt, the same table."""
+    from dataaudit import _cache
+    from dataaudit.sketches import minhash
+
+    monkeypatch.setattr(_cache, "cache_file", lambda beside, name: tmp_path / name)
+    minhash._probe_table.cache_clear()
+    try:
+        built = minhash._probe_table(64, 9)
+        (path,) = tmp_path.glob("probes-64-9-*.npy")
+        minhash._probe_table.cache_clear()
+
+        def no_generator(*args, **kwargs):
+            raise AssertionError("built again")
+
+        with monkeypatch.context() as m:
+            m.setattr(np.random, "default_rng", no_generator)
+            assert np.array_equal(minhash._probe_table(64, 9), built)
+        path.write_bytes(b"damaged")
+        minhash._probe_table.cache_clear()
+        assert np.array_equal(minhash._probe_table(64, 9), built)
+        assert np.load(path).shape == built.shape == (minhash._PROBES, 64)
+        rng = np.random.default_rng([9, 64, minhash._PROBE_SALT])
+        assert np.array_equal(built, rng.integers(0, 64, size=built.shape, dtype=np.int64))
+    finally:
+        minhash._probe_table.cache_clear()
