@@ -666,6 +666,31 @@ def band_keys(sig, idx, start, width, out):
     return out
 
 
+@kernel()
+def mark_shared(keys, shift, slots, shared):
+    """``shared[i] = True`` for every key that occurs more than once: each key goes into an
+    open-addressing table ``slots`` (int32 positions, -1 empty; ``2**(64 - shift)`` of them,
+    probed linearly from the key's top bits, as the keys are hashes whose low bits may all be
+    alike: a partition is ``key % parts``); a key found there marks itself and the first."""
+    mask = len(slots) - 1
+    for q in range(len(slots)):
+        slots[q] = -1
+    for i in range(len(keys)):
+        k = keys[i]
+        h = np.int64(k >> U64(shift))
+        while True:
+            j = slots[h]
+            if j < 0:
+                slots[h] = i
+                break
+            if keys[j] == k:
+                shared[i] = True
+                shared[j] = True
+                break
+            h = (h + 1) & mask
+    return shared
+
+
 @kernel(inline="always")
 def _root(parent, x):
     while parent[x] != x:

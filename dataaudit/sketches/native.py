@@ -41,6 +41,7 @@ __all__ = [
     "band_keys",
     "component_labels",
     "jaccard_pairs",
+    "mark_shared",
     "scan_rows",
     "sketch_rows",
     "sort_set_rows",
@@ -337,6 +338,7 @@ band_keys = Kernel(_KERNELS, "band_keys")
 component_labels = Kernel(_KERNELS, "component_labels")
 jaccard_pairs = Kernel(_KERNELS, "jaccard_pairs")
 sort_set_rows = Kernel(_KERNELS, "sort_set_rows")
+mark_shared = Kernel(_KERNELS, "mark_shared")
 _xxh3_rows = Kernel("dataaudit.sketches.xxh3", "_rows")
 
 

@@ -191,17 +191,21 @@ def _shared_reference(keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(counts[inverse] > 1)
 
 
-@pytest.mark.parametrize("row_bits", [24, 3])  # 3: a partition too large to pack, sorted whole
-def test_rows_sharing_a_key_are_found_exactly(monkeypatch, row_bits):
-    monkeypatch.setattr(keyed_engine, "_ROW_BITS", row_bits)
+@pytest.mark.parametrize("hashed", [1 << 30, 3])  # 3: a partition too large to hash, sorted
+def test_rows_sharing_a_key_are_found_exactly(monkeypatch, hashed):
+    monkeypatch.setattr(keyed_engine, "_HASHED_KEYS", hashed)
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 2**64 - 1, 5_000, dtype=np.uint64)
     keys[rng.choice(5_000, 300)] = keys[rng.choice(5_000, 300)]  # shared keys
-    # keys equal in their top 40 bits but not whole: packed, they tie until checked whole
+    # keys equal in their top bits (where the table is probed from) but not whole
     keys[10] = keys[20] ^ np.uint64(1)
     keys[30] = keys[40] ^ np.uint64(0xFFFFFF)
     keys[50:53] = keys[60]  # three rows on one key
-    for case in (keys, keys[:0], keys[:1], np.full(9, 5, np.uint64)):
+    # a partition's keys: all alike in their low bits (key % 16); and keys alike in their top
+    # 40 bits, which all probe one run of slots
+    part = keys - keys % np.uint64(16) + np.uint64(5)
+    top = (keys[0] & ~np.uint64(0xFFFFFF)) | rng.integers(0, 300, 5_000).astype(np.uint64)
+    for case in (keys, keys[:0], keys[:1], np.full(9, 5, np.uint64), part, top):
         got = keyed_engine._shared_keys(case)
         assert got.dtype == np.int64 and (np.diff(got) > 0).all()
         assert got.tolist() == _shared_reference(case).tolist()
