@@ -666,6 +666,46 @@ def band_keys(sig, idx, start, width, out):
     return out
 
 
+@kernel(inline="always")
+def _has_byte(x, c):
+    """Whether a byte of ``x`` is ``c`` (the classic zero-byte test on ``x ^ c``: exact for
+    "any", though not for which)."""
+    v = x ^ (U64(c) * U64(0x0101010101010101))
+    return ((v - U64(0x0101010101010101)) & ~v & HIGH) != U64(0)
+
+
+@kernel()
+def line_opens(buf, out):
+    """``out[0]``: the most ``[`` and ``{`` on one line of ``buf`` (a bound on its nesting);
+    ``out[1]``: its newlines. Words of 8 bytes without either are stepped over whole."""
+    n = len(buf)
+    cur = 0
+    most = 0
+    lines = 0
+    i = 0
+    while i < n:
+        if i + 8 <= n:
+            x = _load8(buf, i)
+            if not (_has_byte(x, 0x0A) or _has_byte(x, 0x5B) or _has_byte(x, 0x7B)):
+                i += 8
+                continue
+            stop = i + 8
+        else:
+            stop = n
+        while i < stop:
+            b = buf[i]
+            if b == 0x0A:
+                lines += 1
+                most = max(most, cur)
+                cur = 0
+            elif b == 0x5B or b == 0x7B:
+                cur += 1
+            i += 1
+    out[0] = max(most, cur)
+    out[1] = lines
+    return out
+
+
 @kernel()
 def mark_shared(keys, shift, slots, shared):
     """``shared[i] = True`` for every key that occurs more than once: each key goes into an

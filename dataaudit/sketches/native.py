@@ -41,6 +41,7 @@ __all__ = [
     "band_keys",
     "component_labels",
     "jaccard_pairs",
+    "line_opens",
     "mark_shared",
     "scan_rows",
     "sketch_rows",
@@ -254,6 +255,18 @@ class Kernel:
             self._export(dispatcher, types)  # type: ignore[arg-type]
         return result
 
+    def from_file(self, *args: Any) -> tuple[bool, Any]:
+        """(True, the result) if the kernel ran from its file; (False, None) if it has none
+        for these arguments, or reported an error: never numba (for a caller that has a way
+        of its own and must not wait for numba's import or compiler)."""
+        types = tuple(typeof(a) for a in args) if enabled() else (None,)
+        if None in types:
+            return False, None
+        native = self._loaded.get(types)  # type: ignore[arg-type]
+        if native is None and types not in self._loaded:
+            native = self._load(types)  # type: ignore[arg-type]
+        return (False, None) if native is None else native(args)
+
     def _path(self, types: tuple[str, ...]) -> Path | None:
         from .._cache import cache_file
 
@@ -339,6 +352,7 @@ component_labels = Kernel(_KERNELS, "component_labels")
 jaccard_pairs = Kernel(_KERNELS, "jaccard_pairs")
 sort_set_rows = Kernel(_KERNELS, "sort_set_rows")
 mark_shared = Kernel(_KERNELS, "mark_shared")
+line_opens = Kernel(_KERNELS, "line_opens")
 _xxh3_rows = Kernel("dataaudit.sketches.xxh3", "_rows")
 
 

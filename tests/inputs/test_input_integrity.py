@@ -403,11 +403,24 @@ def test_jsonl_bad_line_after_a_block_of_blank_lines_is_named_by_its_line(tmp_pa
         audit(path, select=["TXT001"])
 
 
-def test_depth_guard_finds_exactly_the_lines_nested_too_deep():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_depth_guard_finds_exactly_the_lines_nested_too_deep(monkeypatch, compiled):
+    """With the kernels loaded (a DUP002 audit) the bound per line comes from a compiled
+    pass; without, from bytes.translate: the same lines either way."""
     import random
 
+    from dataaudit.inputs import jsonl
     from dataaudit.inputs.jsonl import MAX_DEPTH, _line_depth, _too_deep
 
+    if compiled:
+        from dataaudit.sketches import kernels, native  # noqa: F401 - numba writes the file
+
+        monkeypatch.setattr(native, "loaded", lambda: True)
+        block = b'{"a": [[1]]}\n[[[\n' + b"{" * 300 + b"\n" + b"x" * 13
+        assert jsonl._line_opens(block) == (300, 3)
+        assert jsonl._line_opens(b"") == (0, 0)
+    else:
+        monkeypatch.setattr(jsonl, "_line_opens", lambda block: None)
     rng = random.Random(0)
     for _ in range(300):
         lines = []
