@@ -145,7 +145,7 @@ def test_pre_commit_hooks_yaml_names_the_console_entry_point():
     scripts = _toml(ROOT / "pyproject.toml")["project"]["scripts"]
     entry = hook["entry"].split()
     assert entry[:2] == ["dataaudit", "audit"] and entry[0] in scripts
-    assert scripts[entry[0]] == "dataaudit.cli:main"
+    assert scripts[entry[0]] == "dataaudit.cli:run"  # main(), then the process ends
     assert hook["id"] == "dataaudit" and hook["language"] == "python"
     assert hook["pass_filenames"] is True
     import re
