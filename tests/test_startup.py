@@ -42,6 +42,9 @@ NOT_FOR_DUP002 = {
     "yaml",  # the default pack comes from its JSON copy (config._read_pack)
     "numpy.ma",  # a plain np.unique imports it (_arrays.sorted_unique does not)
     "numpy.random",  # the probe table is read from its file (sketches.minhash._probe_table)
+    # the kernels' objects are linked by sketches/elf.py on the processor they were compiled
+    # for, without LLVM's 180 MB library
+    "llvmlite.binding",
     "sklearn",
     "tokenizers",
     "transformers",

@@ -93,8 +93,9 @@ def test_a_file_that_does_not_fit_is_numbas_way_and_rewritten(files, damage):
     blob = path.read_bytes()
     if damage == "garbage":
         path.write_bytes(b"not a kernel")
-    elif damage == "another cpu":
-        path.write_bytes(blob.replace(native._magic()[1].encode(), b"othercpu", 1))
+    elif damage == "another cpu":  # both names of the processor: LLVM's and /proc/cpuinfo's
+        other = blob.replace(native._magic()[1].encode(), b"othercpu", 1)
+        path.write_bytes(other.replace(native._host().encode(), b"another processor", 1))
     else:
         path.write_bytes(blob[:-100])
     again = native.Kernel(KERNELS, "band_keys")
@@ -168,3 +169,34 @@ def test_the_return_value_has_room_for_an_arrays_shape_and_strides():
     two_d = "Array(uint64, 2, 'C', False, aligned=True)"
     assert native._Native(1, [two_d], two_d).size == 72
     assert native._Native(1, ["int64"], "int64").size >= 8
+
+
+def test_a_kernel_loads_without_llvm_on_the_processor_it_was_compiled_for(files, monkeypatch):
+    """The object's relocations are applied by sketches/elf.py when /proc/cpuinfo names the
+    processor numba compiled for; on another, LLVM's loader checks numba's own processor
+    names (this one's: it still loads)."""
+    if native._host() is None or native.sys.byteorder != "little":
+        pytest.skip("no /proc/cpuinfo")
+    sig, idx = _band_inputs()
+    want = native.Kernel(KERNELS, "band_keys")(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
+    before = len(native._ELF)
+    again = native.Kernel(KERNELS, "band_keys")
+    got = again(sig, idx, 0, 8, np.empty((100, 1), np.uint64))
+    assert got.tolist() == want.tolist() and len(native._ELF) == before + 1
+    monkeypatch.setattr(native, "_host", lambda: "another processor")
+    third = native.Kernel(KERNELS, "band_keys")
+    assert third(sig, idx, 0, 8, np.empty((100, 1), np.uint64)).tolist() == want.tolist()
+    assert len(native._ELF) == before + 1 and [v is not None for v in third._loaded.values()] == [
+        True
+    ]  # LLVM's way
+
+
+def test_the_elf_loader_refuses_what_it_does_not_handle():
+    from dataaudit.sketches import elf
+
+    with pytest.raises(Exception, match="ELF64"):
+        elf.load(b"MZ not an ELF object", "f", lambda name: 0)
+    arm = bytearray(b"\x7fELF\x02\x01" + bytes(58))
+    arm[0x10:0x14] = (1).to_bytes(2, "little") + (183).to_bytes(2, "little")  # aarch64
+    with pytest.raises(Exception, match="x86-64"):
+        elf.load(bytes(arm), "f", lambda name: 0)

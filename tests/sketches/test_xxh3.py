@@ -65,6 +65,7 @@ def test_the_loop_hands_over_after_enough_rows(monkeypatch):
     monkeypatch.setattr(identity, "_loop_rows", 0)
     monkeypatch.delitem(__import__("sys").modules, "dataaudit.sketches.kernels", raising=False)
     monkeypatch.setattr("dataaudit.sketches.native._JIT", [])
+    monkeypatch.setattr("dataaudit.sketches.native._ELF", [])
     assert [identity._use_compiled(4) for _ in range(4)] == [False, False, False, True]
 
 
@@ -77,6 +78,10 @@ def test_the_kernels_files_count_as_loaded(monkeypatch):
     monkeypatch.setattr(identity, "_loop_rows", 0)
     monkeypatch.delitem(__import__("sys").modules, "dataaudit.sketches.kernels", raising=False)
     monkeypatch.setattr(native, "_JIT", [])
+    monkeypatch.setattr(native, "_ELF", [])
     assert not identity._use_compiled(4)
     monkeypatch.setattr(native, "_JIT", ["llvmlite.binding", "engine"])
+    assert identity._use_compiled(4)
+    monkeypatch.setattr(native, "_JIT", [])
+    monkeypatch.setattr(native, "_ELF", [0x7F00])  # loaded by sketches/elf.py
     assert identity._use_compiled(4)
