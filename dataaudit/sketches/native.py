@@ -51,6 +51,7 @@ __all__ = [
     "sketch_rows",
     "sort_set_rows",
     "xxh3_64_rows",
+    "xxh3_64_rows_from_file",
 ]
 
 _MAGIC = b"dataaudit-native 2\n"
@@ -272,6 +273,7 @@ class Kernel:
         self.module, self.name = module, name
         self._loaded: dict[tuple[str, ...], _Native | None] = {}
         self._exported: set[tuple[str, ...]] = set()  # by this process: once per signature
+        self._no_elf: set[tuple[str, ...]] = set()  # asked for without LLVM, not loadable so
 
     def __repr__(self) -> str:
         return f"<native kernel {self.module}.{self.name}>"
@@ -294,16 +296,21 @@ class Kernel:
             self._export(dispatcher, types)  # type: ignore[arg-type]
         return result
 
-    def from_file(self, *args: Any) -> tuple[bool, Any]:
+    def from_file(self, *args: Any, llvm: bool = True) -> tuple[bool, Any]:
         """(True, the result) if the kernel ran from its file; (False, None) if it has none
         for these arguments, or reported an error: never numba (for a caller that has a way
-        of its own and must not wait for numba's import or compiler)."""
+        of its own and must not wait for numba's import or compiler). ``llvm=False``: only
+        if :mod:`.elf` loads it (~1 ms), not llvmlite (~0.03 s); a refusal is not kept, so
+        a later call may still load it with llvmlite."""
         types = tuple(typeof(a) for a in args) if enabled() else (None,)
         if None in types:
             return False, None
         native = self._loaded.get(types)  # type: ignore[arg-type]
-        if native is None and types not in self._loaded:
-            native = self._load(types)  # type: ignore[arg-type]
+        tried = not llvm and types in self._no_elf
+        if native is None and types not in self._loaded and not tried:
+            native = self._load(types, llvm)  # type: ignore[arg-type]
+            if native is None and not llvm:
+                self._no_elf.add(types)  # type: ignore[arg-type]
         return (False, None) if native is None else native(args)
 
     def _path(self, types: tuple[str, ...]) -> Path | None:
@@ -316,7 +323,7 @@ class Kernel:
         digest = hashlib.sha256(key.encode()).hexdigest()[:24]
         return cache_file(Path(__file__).resolve().parent, f"{self.name}-{digest}.native")
 
-    def _load(self, types: tuple[str, ...]) -> _Native | None:
+    def _load(self, types: tuple[str, ...], llvm: bool = True) -> _Native | None:
         with _LOCK:  # one load per signature, whichever thread asks first
             if types in self._loaded:
                 return self._loaded[types]
@@ -324,13 +331,14 @@ class Kernel:
             try:
                 path = self._path(types)
                 if path is not None and path.is_file():
-                    native = self._read(path.read_bytes(), types)
+                    native = self._read(path.read_bytes(), types, llvm)
             except Exception:  # noqa: BLE001 - a damaged or foreign file: numba's way
                 native = None
-            self._loaded[types] = native
+            if native is not None or llvm:
+                self._loaded[types] = native
             return native
 
-    def _read(self, blob: bytes, types: tuple[str, ...]) -> _Native | None:
+    def _read(self, blob: bytes, types: tuple[str, ...], llvm: bool = True) -> _Native | None:
         if not blob.startswith(_MAGIC):
             return None
         end = blob.index(b"\n", len(_MAGIC))
@@ -348,7 +356,7 @@ class Kernel:
             if address:
                 _ELF.append(address)
                 return _Native(address, head["args"], head["returns"])
-        if head["magic"] != _magic():
+        if not llvm or head["magic"] != _magic():
             return None
         ll, engine = _jit()
         with _LOCK:
@@ -406,6 +414,18 @@ sort_set_rows = Kernel(_KERNELS, "sort_set_rows")
 mark_shared = Kernel(_KERNELS, "mark_shared")
 line_opens = Kernel(_KERNELS, "line_opens")
 _xxh3_rows = Kernel("dataaudit.sketches.xxh3", "_rows")
+
+
+def xxh3_64_rows_from_file(offsets: np.ndarray, data: np.ndarray) -> np.ndarray | None:
+    """:func:`xxh3_64_rows` if its kernel loads from its file without LLVM or numba (see
+    :meth:`Kernel.from_file`), else None."""
+    out = np.empty(len(offsets) - 1, np.uint64)
+    if not len(out):
+        return out
+    done, _ = _xxh3_rows.from_file(
+        data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64), llvm=False
+    )
+    return out if done else None
 
 
 def xxh3_64_rows(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:

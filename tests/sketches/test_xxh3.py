@@ -85,3 +85,34 @@ def test_the_kernels_files_count_as_loaded(monkeypatch):
     monkeypatch.setattr(native, "_JIT", [])
     monkeypatch.setattr(native, "_ELF", [0x7F00])  # loaded by sketches/elf.py
     assert identity._use_compiled(4)
+
+
+def test_a_large_batch_uses_the_compiled_loop_from_its_file_without_llvm(monkeypatch):
+    """Once FROM_FILE_ROWS rows were hashed, the content hash takes the compiled loop when its
+    file loads without LLVM or numba; the values are the loop's either way."""
+    from dataaudit.sketches import native
+
+    monkeypatch.setattr(identity, "COMPILED_AFTER_ROWS", 10**9)
+    monkeypatch.setattr(identity, "_loop_rows", 0)
+    monkeypatch.setattr(identity, "FROM_FILE_ROWS", 10)
+    monkeypatch.delitem(__import__("sys").modules, "dataaudit.sketches.kernels", raising=False)
+    monkeypatch.setattr(native, "_JIT", [])
+    monkeypatch.setattr(native, "_ELF", [])
+    texts = pa.array([f"row {i} " * (i % 7) for i in range(50)] + [None])
+    asked = []
+    real = native.xxh3_64_rows_from_file
+
+    def spy(offsets, data):
+        out = real(offsets, data)
+        asked.append((len(offsets) - 1, out is not None))
+        return out
+
+    monkeypatch.setattr(native, "xxh3_64_rows_from_file", spy)
+    got = identity._string_hashes(texts)
+    import platform
+
+    # the session's warm-up wrote the kernel's file on this machine: elf.py loads it on x86-64
+    assert asked == [(51, platform.machine() == "x86_64" and native._host() is not None)]
+    monkeypatch.setattr(identity, "_from_file", lambda native, offsets, data: None)
+    assert (identity._string_hashes(texts) == got).all()  # the per-row loop's values
+    assert identity._string_hashes(texts.slice(0, 5)).tolist() == got[:5].tolist()
