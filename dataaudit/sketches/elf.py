@@ -2,9 +2,9 @@
 
 numba compiles each kernel to an object file whose code reaches everything it uses through
 absolute 64-bit relocations (``R_X86_64_64``; its unwind tables add PC-relative ones, which are
-not loaded: nothing unwinds through a kernel). Applying those takes a few dozen lines, where
-LLVM's JIT linker (llvmlite) costs every process ~0.03 s and ~40 MB to load its 180 MB
-library. An object with anything else (another machine, another relocation or section kind) is
+not loaded: nothing unwinds through a kernel), plus common symbols (numba's environment).
+Applying those takes a few dozen lines, where LLVM's JIT linker (llvmlite) costs every process
+~0.03 s and ~40 MB to load its 180 MB library. An object with anything else (another machine, another relocation or section kind) is
 refused, and :mod:`.native` loads it with llvmlite as before.
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 __all__ = ["load"]
 
-_SHF_WRITE, _SHF_ALLOC, _SHF_EXEC = 0x1, 0x2, 0x4
+_SHF_ALLOC, _SHF_EXEC = 0x2, 0x4
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS = 1, 2, 4, 8
 _SHN_UNDEF, _SHN_ABS, _SHN_COMMON = 0, 0xFFF1, 0xFFF2
-_R_X86_64_64, _R_X86_64_PC32, _R_X86_64_PLT32, _R_X86_64_PC64 = 1, 2, 4, 24
+_R_X86_64_64 = 1
 _EM_X86_64 = 62
 _PAGE = mmap.PAGESIZE
 
@@ -126,17 +126,10 @@ def load(obj: bytes, symbol: str, resolve: Callable[[str], int]) -> int:
                 raise _Refused("a relocation against a section not loaded")
             at = where[target] + r_offset
             kind_ = r_info & 0xFFFFFFFF
-            if kind_ == _R_X86_64_64:
-                struct.pack_into("<Q", memory, at, (s + addend) & 0xFFFFFFFFFFFFFFFF)
-            elif kind_ == _R_X86_64_PC64:
-                struct.pack_into("<q", memory, at, s + addend - (base + at))
-            elif kind_ in (_R_X86_64_PC32, _R_X86_64_PLT32):
-                delta = s + addend - (base + at)
-                if not -(2**31) <= delta < 2**31:
-                    raise _Refused("a 32-bit relocation out of reach")
-                struct.pack_into("<i", memory, at, delta)
-            else:
+            if kind_ != _R_X86_64_64:  # the only kind in numba's code (PC-relative ones are
+                # in the unwind tables, not loaded): anything else goes to LLVM's linker
                 raise _Refused(f"relocation type {kind_}")
+            struct.pack_into("<Q", memory, at, (s + addend) & 0xFFFFFFFFFFFFFFFF)
     if code_end:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
