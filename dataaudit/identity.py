@@ -8,7 +8,6 @@ while a duplicated, dropped or edited row changes it.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,12 +36,9 @@ def _use_compiled(n: int) -> bool:
     a DUP002 audit of 40k long documents hashed them with the loop, ~0.03 s of its ~0.95 s),
     or this process has hashed enough rows to repay loading them."""
     global _loop_rows
-    native = sys.modules.get("dataaudit.sketches.native")
-    if (
-        "dataaudit.sketches.kernels" in sys.modules
-        or (native is not None and native.loaded())
-        or _loop_rows >= COMPILED_AFTER_ROWS
-    ):
+    from .sketches import native
+
+    if native.running() or _loop_rows >= COMPILED_AFTER_ROWS:
         return True
     _loop_rows += n
     return False

@@ -750,9 +750,9 @@ def _shared_keys(keys: np.ndarray) -> np.ndarray:
     from ..sketches.native import mark_shared
 
     n = len(keys)
-    shared = np.zeros(n, bool)
     if n < 2:
         return np.zeros(0, np.int64)
+    shared = np.zeros(n, bool)
     if n >= _HASHED_KEYS:  # int32 slots: a partition this large is sorted instead
         order = np.argsort(keys)
         k = keys[order]

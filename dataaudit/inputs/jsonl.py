@@ -116,8 +116,8 @@ def _line_opens(block: bytes) -> tuple[int, int] | None:
     compiled kernels in this process (from their files, or numba, which then writes this
     kernel's file too); else None (``bytes.translate`` below: ~3-4 ms a block, holding the
     GIL, on the reader's thread)."""
-    native = sys.modules.get("dataaudit.sketches.native")
-    if native is None or not native.loaded() and "dataaudit.sketches.kernels" not in sys.modules:
+    native = sys.modules.get("dataaudit.sketches.native")  # not imported for the reader alone
+    if native is None or not native.running():
         return None
     args = (np.frombuffer(block, np.uint8), np.zeros(2, np.int64))
     done, out = native.line_opens.from_file(*args)
@@ -362,7 +362,6 @@ class _Block:
     parsed: Any  # _Parsed (of a _Checked or a peeked table), or a Future of _check_and_parse
     block: bytes
     line_no: int  # lines before it (a block checked on the thread: set once the one before is)
-    deep: list[tuple[int, int]]
     after: _Resume | None  # where a reader stands after it (for the first block)
     newlines: int | None = None  # None: counted on the reader's thread
     lowered: bool = False  # handed to a reader below the scan's priority
@@ -426,15 +425,16 @@ def iter_jsonl(
     def emit(item: _Block) -> Iterator[pa.RecordBatch]:
         nonlocal schema, started, first_block, line_no
         table = item.parsed.result() if isinstance(item.parsed, _Parsed) else _await(item)
+        deep: list[tuple[int, int]] = []
         if isinstance(table, _Checked):  # checked (here or on the reader's thread): report it
             if table.bad_utf8 is not None:
                 _check_utf8(path, item.block, item.line_no, table.bad_utf8)
-            item.deep, item.newlines, table = table.deep, table.newlines, table.table
+            deep, item.newlines, table = table.deep, table.newlines, table.table
         line_no = item.line_no + item.newlines  # the next block's first line
         if table is None:
             started = True
             yield from _block_python(
-                path, item.block, item.line_no, batch_size, schema, dict(item.deep), bad, log
+                path, item.block, item.line_no, batch_size, schema, dict(deep), bad, log
             )
             return
         item.block = b""  # parsed: its bytes are not held while its batches are read
@@ -456,7 +456,7 @@ def iter_jsonl(
                 schema, first = peeked.table.schema, False
                 # yielded once the next block is read and handed to the parser, so that its
                 # parse runs while the rules read these batches (it ran after them, alone)
-                pending = _Block(_Parsed(peeked.table), b"", peeked.line_no, [], None, 0)
+                pending = _Block(_Parsed(peeked.table), b"", peeked.line_no, None, 0)
             while True:
                 if pending is not None and schema is None:
                     # the next block's parse takes the first parsed block's schema: hand this
@@ -490,12 +490,12 @@ def iter_jsonl(
                         after = None
                         if not started and key is not None:
                             after = _Resume(key, consumed, tail, line_no + checked.newlines, None)
-                        pending = _Block(_Parsed(checked), block, line_no, [], after)
+                        pending = _Block(_Parsed(checked), block, line_no, after)
                     else:
                         if pool is None:
                             pool = _reader_pool(lowered)
                         task = pool.submit(_check_and_parse, block, schema)
-                        item = _Block(task, block, 0, [], None, lowered=pool.lowered)
+                        item = _Block(task, block, 0, None, lowered=pool.lowered)
                         yield from emit(pending)  # its newlines give this block's first line
                         item.line_no = line_no
                         pending = item

@@ -4,8 +4,8 @@ numba compiles each kernel to an object file whose code reaches everything it us
 absolute 64-bit relocations (``R_X86_64_64``; its unwind tables add PC-relative ones, which are
 not loaded: nothing unwinds through a kernel), plus common symbols (numba's environment).
 Applying those takes a few dozen lines, where LLVM's JIT linker (llvmlite) costs every process
-~0.03 s and ~40 MB to load its 180 MB library. An object with anything else (another machine, another relocation or section kind) is
-refused, and :mod:`.native` loads it with llvmlite as before.
+~0.03 s and ~40 MB to load its 180 MB library. An object with anything else (another machine,
+another relocation or section kind) is refused, and :mod:`.native` loads it with llvmlite.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import mmap
 import struct
 from collections.abc import Callable
 
-__all__ = ["load"]
+__all__ = ["load", "sections", "symbols"]
 
 _SHF_ALLOC, _SHF_EXEC = 0x2, 0x4
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS = 1, 2, 4, 8
@@ -28,28 +28,51 @@ _PAGE = mmap.PAGESIZE
 _KEPT: list[mmap.mmap] = []
 
 
-class _Refused(Exception):
+class _Refused(ValueError):
     """Something this loader does not handle: llvmlite loads the object instead."""
 
 
-def _sections(obj: bytes) -> list[tuple]:
+def _name(obj: bytes, at: int) -> str:
+    return obj[at : obj.index(b"\0", at)].decode()
+
+
+def _elf64(obj: bytes) -> None:
     if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         raise _Refused("not an ELF64 little-endian object")
-    kind, machine = struct.unpack_from("<HH", obj, 0x10)
-    if kind != 1 or machine != _EM_X86_64:  # ET_REL on x86-64
-        raise _Refused("not an x86-64 relocatable object")
+
+
+def sections(obj: bytes) -> list[tuple]:
+    """(name, kind, flags, offset, size, link, info, alignment, entry size) of each section of
+    an ELF64 little-endian object (any machine)."""
+    _elf64(obj)
     (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     entsize, count, names = struct.unpack_from("<HHH", obj, 0x3A)
     raw = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * entsize) for i in range(count)]
     strings = raw[names][4]
     out = []
     for name, kind, flags, _, offset, size, link, info, align, ent in raw:
-        label = obj[strings + name : obj.index(b"\0", strings + name)].decode()
-        out.append((label, kind, flags, offset, size, link, info, max(align, 1), ent))
+        out.append(
+            (_name(obj, strings + name), kind, flags, offset, size, link, info, max(align, 1), ent)
+        )
     return out
 
 
-def _layout(sections: list[tuple]) -> tuple[dict[int, int], int, int]:
+def symbols(obj: bytes, parts: list[tuple]) -> list[tuple[str, int, int, int]]:
+    """(name, section index, value, size) of each entry of the object's symbol table (its
+    ``sections``)."""
+    symtab = next((s for s in parts if s[1] == _SHT_SYMTAB), None)
+    if symtab is None:
+        raise _Refused("no symbol table")
+    _, _, _, offset, length, link, _, _, ent = symtab
+    strings = parts[link][3]
+    out = []
+    for k in range(length // ent):
+        name_at, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", obj, offset + k * ent)
+        out.append((_name(obj, strings + name_at), shndx, value, size))
+    return out
+
+
+def _layout(parts: list[tuple]) -> tuple[dict[int, int], int, int]:
     """Offsets of the loaded sections in one mapping: executable ones first, then the others
     from a fresh page (so the code's pages can be made read-only and executable)."""
     where: dict[int, int] = {}
@@ -58,7 +81,7 @@ def _layout(sections: list[tuple]) -> tuple[dict[int, int], int, int]:
         if not executable:
             at = -(-at // _PAGE) * _PAGE
             code_end = at
-        for i, (name, kind, flags, _, size, _, _, align, _) in enumerate(sections):
+        for i, (name, kind, flags, _, size, _, _, align, _) in enumerate(parts):
             if not flags & _SHF_ALLOC or name.startswith(".eh_frame"):
                 continue
             if bool(flags & _SHF_EXEC) != executable:
@@ -75,19 +98,15 @@ def load(obj: bytes, symbol: str, resolve: Callable[[str], int]) -> int:
     """The address of ``symbol`` in ``obj`` loaded into executable memory, its relocations
     applied (``resolve``: the address of a symbol the object does not define). Raises
     ``_Refused`` (an Exception) for an object it does not handle."""
-    sections = _sections(obj)
-    where, code_end, size = _layout(sections)
-    symtab = next((s for s in sections if s[1] == _SHT_SYMTAB), None)
-    if symtab is None:
-        raise _Refused("no symbol table")
-    _, _, _, offset, length, link, _, _, ent = symtab
-    strings = sections[link][3]
-    symbols = []
+    _elf64(obj)
+    kind, machine = struct.unpack_from("<HH", obj, 0x10)
+    if kind != 1 or machine != _EM_X86_64:  # ET_REL on x86-64
+        raise _Refused("not an x86-64 relocatable object")
+    parts = sections(obj)
+    where, code_end, size = _layout(parts)
+    table = symbols(obj, parts)
     common: dict[int, int] = {}  # symbol -> its offset: common variables (numba's environment)
-    for k in range(length // ent):
-        name_at, _, _, shndx, value, bytes_ = struct.unpack_from("<IBBHQQ", obj, offset + k * ent)
-        name = obj[strings + name_at : obj.index(b"\0", strings + name_at)].decode()
-        symbols.append((name, shndx, value))
+    for k, (_, shndx, value, bytes_) in enumerate(table):
         if shndx == _SHN_COMMON:  # value: its alignment
             size = -(-size // max(value, 1)) * max(value, 1)
             common[k] = size
@@ -96,12 +115,12 @@ def load(obj: bytes, symbol: str, resolve: Callable[[str], int]) -> int:
     memory = mmap.mmap(-1, -(-size // _PAGE) * _PAGE, flags=flags)
     base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
     for i, at in where.items():
-        _, kind, _, offset, length, *_ = sections[i]
+        _, kind, _, offset, length, *_ = parts[i]
         if kind == _SHT_PROGBITS:
             memory[at : at + length] = obj[offset : offset + length]
     addresses: list[int | None] = []
     found = None
-    for k, (name, shndx, value) in enumerate(symbols):
+    for k, (name, shndx, value, _) in enumerate(table):
         if shndx == _SHN_UNDEF:
             addresses.append(resolve(name) if name else 0)
         elif shndx == _SHN_ABS:
@@ -116,7 +135,7 @@ def load(obj: bytes, symbol: str, resolve: Callable[[str], int]) -> int:
             found = addresses[-1]
     if found is None:
         raise _Refused(f"{symbol} is not defined in a loaded section")
-    for _, kind, _, offset, length, _, target, _, ent in sections:
+    for _, kind, _, offset, length, _, target, _, ent in parts:
         if kind != _SHT_RELA or target not in where:
             continue
         for k in range(length // ent):

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from .charsets import LOWER, RAW_LIMIT, SEPARATOR  # noqa: F401 - RAW_LIMIT: kernels.RAW_LIMIT
+from .charsets import LOWER, SEPARATOR
 from .hashing import GOLDEN, M1, M2
 
 

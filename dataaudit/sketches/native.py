@@ -87,6 +87,12 @@ def loaded() -> bool:
     return bool(_JIT) or bool(_ELF)
 
 
+def running() -> bool:
+    """Whether the compiled kernels already run in this process, from their files or numba's
+    (a MinHash or exact-duplicate rule's): another one then costs next to nothing."""
+    return loaded() or "dataaudit.sketches.kernels" in sys.modules
+
+
 def typeof(value: Any) -> str | None:
     """``repr(numba.typeof(value))`` for the kinds of argument the kernels take (native-order
     numeric arrays, Python and numpy scalars); None for any other."""
@@ -200,25 +206,11 @@ def _magic() -> list[Any]:
 
 
 def undefined_symbols(obj: bytes) -> list[str]:
-    """Names of the undefined symbols of an ELF64 little-endian relocatable object."""
-    import struct
+    """Names of the undefined symbols of an ELF64 little-endian relocatable object (any
+    machine: LLVM's linker takes them all); ValueError if it is not one."""
+    from .elf import sections, symbols
 
-    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
-        raise ValueError("not an ELF64 little-endian object")
-    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-    entsize, count = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * entsize) for i in range(count)]
-    names = []
-    for _, kind, _, _, offset, size, link, _, _, symsize in sections:
-        if kind != 2:  # SHT_SYMTAB
-            continue
-        strings = sections[link][4]
-        for k in range(size // symsize):
-            name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", obj, offset + k * symsize)
-            if shndx == 0 and name:
-                end = obj.index(b"\0", strings + name)
-                names.append(obj[strings + name : end].decode())
-    return names
+    return [name for name, shndx, _, _ in symbols(obj, sections(obj)) if shndx == 0 and name]
 
 
 class _Native:
@@ -416,22 +408,26 @@ line_opens = Kernel(_KERNELS, "line_opens")
 _xxh3_rows = Kernel("dataaudit.sketches.xxh3", "_rows")
 
 
-def xxh3_64_rows_from_file(offsets: np.ndarray, data: np.ndarray) -> np.ndarray | None:
-    """:func:`xxh3_64_rows` if its kernel loads from its file without LLVM or numba (see
-    :meth:`Kernel.from_file`), else None."""
+def _xxh3_args(offsets: np.ndarray, data: np.ndarray) -> tuple:
+    """The kernel's arguments: the rows, their output and its scratch (the kernels allocate
+    nothing, see the kernels module's docstring)."""
     out = np.empty(len(offsets) - 1, np.uint64)
-    if not len(out):
-        return out
-    done, _ = _xxh3_rows.from_file(
-        data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64), llvm=False
-    )
-    return out if done else None
+    return data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64)
 
 
 def xxh3_64_rows(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     """``xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]])`` for every row, as uint64
     (``offsets``: int64, one more than the rows; ``data``: uint8)."""
-    out = np.empty(len(offsets) - 1, np.uint64)
-    if len(out):  # the kernels allocate nothing (see the kernels module's docstring)
-        _xxh3_rows(data, np.asarray(offsets, np.int64), out, np.empty(8, np.uint64))
-    return out
+    args = _xxh3_args(offsets, data)
+    if len(args[2]):
+        _xxh3_rows(*args)
+    return args[2]
+
+
+def xxh3_64_rows_from_file(offsets: np.ndarray, data: np.ndarray) -> np.ndarray | None:
+    """:func:`xxh3_64_rows` if its kernel loads from its file without LLVM or numba (see
+    :meth:`Kernel.from_file`), else None."""
+    args = _xxh3_args(offsets, data)
+    if len(args[2]) and not _xxh3_rows.from_file(*args, llvm=False)[0]:
+        return None
+    return args[2]

@@ -129,7 +129,7 @@ def test_the_lower_table_maps_characters_as_tokenizable_array_does():
         lower_table,
         tokenizable_array,
     )
-    from dataaudit.sketches.kernels import RAW_LIMIT
+    from dataaudit.sketches.charsets import RAW_LIMIT
 
     table = build_lower_table()  # what is checked is what is built; the cache is checked below
     assert len(table) == RAW_LIMIT

@@ -219,7 +219,7 @@ def test_an_object_with_another_relocation_kind_is_left_to_llvm(files):
     head = __import__("json").loads(blob[len(native._MAGIC) : end])
     obj = bytearray(blob[end + 1 :])
     assert elf.load(bytes(obj), head["symbol"], native._resolve)  # loads as it is
-    sections = elf._sections(bytes(obj))
+    sections = elf.sections(bytes(obj))
     rela = next(s for s in sections if s[0] == ".rela.ltext")
     (info,) = struct.unpack_from("<Q", obj, rela[3] + 8)
     struct.pack_into("<Q", obj, rela[3] + 8, (info & ~0xFFFFFFFF) | 2)  # R_X86_64_PC32
