@@ -244,11 +244,19 @@ def _describe(exc: BaseException) -> str:
 
 def _path_stamp() -> list[list[Any]]:
     """Each import path entry with its modification time: installing or removing a package
-    adds or deletes a folder (its ``.dist-info``) in its entry, which changes that time. Not
-    the program's own folder that Python puts first (the working directory with ``-m`` and
-    ``-c``), where reports are written and no package is installed."""
+    adds or deletes a folder (its ``.dist-info``) in its entry, which changes that time. The
+    program's own folder that Python puts first (the working directory with ``-m`` and
+    ``-c``) changes whenever a report is written there: it counts by the package metadata
+    folders it holds (a plugin's ``.egg-info`` beside its source), not by its time."""
     stamp: list[list[Any]] = []
     own = 0 if getattr(sys.flags, "safe_path", False) else 1
+    if own:
+        try:
+            names = os.listdir(sys.path[0] or ".")
+        except (OSError, IndexError, ValueError):
+            names = []
+        meta = sorted(n for n in names if n.endswith((".dist-info", ".egg-info")))
+        stamp.append([sys.path[0] if sys.path else None, meta])
     for entry in sys.path[own:]:
         try:
             stamp.append([entry, os.stat(entry or ".").st_mtime_ns])

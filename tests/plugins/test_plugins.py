@@ -189,6 +189,8 @@ def test_a_look_that_found_no_plugin_is_remembered_until_an_import_path_changes(
         (site / "report.json").write_text("{}")
         os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 10**9))
         assert registry._plugin_entry_points() == [] and len(looks) == 4
+        (site / "myplugin.egg-info").mkdir()  # a plugin's metadata beside its source
+        assert registry._plugin_entry_points() == [] and len(looks) == 5
         monkeypatch.setattr(sys, "path", sys.path[1:])
 
     class Found:
