@@ -352,8 +352,18 @@ class NearDuplicates(Rule):
         near_firsts = np.array([groups[c][0][1] for c in near.tolist()], np.int64)
         result.metric("near_only_clusters", len(near), Direction.LOWER, split=split)
         pick = np.lexsort((near_firsts, -near_sizes))[: int(self.max_findings)]
-        for i in pick.tolist():
-            self._finding(split, groups[int(near[i])], clusters, hashes, ctx, result)
+        chosen = [groups[int(near[i])] for i in pick.tolist()]
+        shown = [min(len(g), ctx.max_examples) for g in chosen]
+        # the shown members' payload of every finding in one read (engine/keyed.py:
+        # Clusters.fetch; one read per finding took each payload batch up to 20 times)
+        shown_at = [g.at + p for g, k in zip(chosen, shown) for p in range(k)]
+        columns = list(self.fetch_columns)
+        fetched = clusters.fetch(columns, np.array(shown_at, np.int64)) if shown_at else None
+        start = 0
+        for group, k in zip(chosen, shown):
+            rows = fetched.slice(start, k)
+            start += k
+            self._finding(split, group, rows, hashes, ctx, result)
         rest = len(near) - len(pick)
         if rest > 0:
             rest_rows = int(near_sizes.sum() - len(near_sizes)) - int((near_sizes[pick] - 1).sum())
@@ -411,13 +421,12 @@ class NearDuplicates(Rule):
             "per_source": _per_source(sp.get("sources"), removable, n),
         }
 
-    def _finding(self, split, group, clusters, hashes, ctx, result) -> None:
+    def _finding(self, split, group, shown_rows, hashes, ctx, result) -> None:
+        """The finding of one cluster; ``shown_rows``: its first members' payload (those shown)."""
         members = [row for _, row in group]  # in row order; first = kept
         k, at = len(members), group.at
-        shown = min(k, ctx.max_examples)
+        shown = shown_rows.num_rows
         pos = np.arange(shown, dtype=np.int64)
-        # the shown members' payload, read for them alone (engine/keyed.py: Clusters.fetch)
-        shown_rows = clusters.fetch(list(self.fetch_columns), at + pos)
         if self.verify == "exact":
             sets = sets_of(shown_rows.column("sets"))
             sim = pair_jaccard(sets, np.zeros(shown, np.int64), pos)

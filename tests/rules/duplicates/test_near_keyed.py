@@ -185,3 +185,29 @@ def test_exact_verification_merges_every_candidate():
     edges = NearDuplicates(threshold=0.8).verify_pairs(pairs, rows)
     assert edges.column("row_b").to_pylist() == [1]
     assert edges.column("score").to_pylist() == [pytest.approx(9 / 11)]
+
+
+def test_the_findings_examples_are_read_in_one_fetch(monkeypatch):
+    """Every finding's shown members come from one read of the payload (one read per finding
+    took each payload batch up to max_findings times); the examples are each cluster's own,
+    as a read per cluster gives them."""
+    from dataaudit.engine.keyed import Clusters
+
+    data = _corpus(2000)
+    calls = []
+    real = Clusters.fetch
+
+    def counted(self, columns, at):
+        calls.append(len(at))
+        return real(self, columns, at)
+
+    monkeypatch.setattr(Clusters, "fetch", counted)
+    res = dataaudit.audit(data, select=["DUP002"], batch_size=128).result("DUP002")
+    findings = [f for f in res["findings"] if f["examples"]]
+    assert len(findings) > 3
+    assert len(calls) == len({f["split"] for f in findings})  # one read per split
+    for f in findings:
+        rows = [e["row"] for e in f["examples"]]
+        texts = [data[f["split"]][r]["text"] for r in rows]
+        assert [e["text"] for e in f["examples"]] == texts
+        assert rows[0] == int(f["message"].split("kept row ")[1].split(",")[0])
