@@ -117,7 +117,10 @@ def _line_opens(block: bytes) -> tuple[int, int] | None:
     kernel's file too); else None (``bytes.translate`` below: ~3-4 ms a block, holding the
     GIL, on the reader's thread)."""
     native = sys.modules.get("dataaudit.sketches.native")  # not imported for the reader alone
-    if native is None or not native.running():
+    # this runs on the reader's thread: the scan's may be importing the module right now, and
+    # a module being initialized may not have defined what this calls yet
+    spec = getattr(native, "__spec__", None)
+    if native is None or getattr(spec, "_initializing", False) or not native.running():
         return None
     args = (np.frombuffer(block, np.uint8), np.zeros(2, np.int64))
     done, out = native.line_opens.from_file(*args)

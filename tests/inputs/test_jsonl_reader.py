@@ -321,3 +321,22 @@ def test_a_lowered_reader_that_lags_is_given_up(tmp_path, monkeypatch):
     assert texts == [json.loads(line)["text"] for line in text.splitlines()]
     assert "MainThread" in where  # the late block, parsed by the scan's thread
     assert len(where) > 4 and where[-1].startswith("dataaudit-jsonl")  # then a new reader
+
+
+def test_the_depth_bound_ignores_the_kernels_module_while_it_is_imported(monkeypatch):
+    """The reader's thread asks whether the compiled kernels run while the scan's thread may be
+    importing their module: a module still being initialized (no ``running`` yet) means no,
+    not an AttributeError (it failed an audit once, as an internal error)."""
+    import importlib.machinery
+    import sys
+    import types
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    half = types.ModuleType("dataaudit.sketches.native")
+    half.__spec__ = importlib.machinery.ModuleSpec("dataaudit.sketches.native", None)
+    half.__spec__._initializing = True
+    monkeypatch.setitem(sys.modules, "dataaudit.sketches.native", half)
+    block = b'{"text": "a"}\n{"text": [[1]]}\n'
+    assert jsonl._line_opens(block) is None
+    assert jsonl._too_deep(block) == ([], 2)
