@@ -179,29 +179,67 @@ def test_blocks_parsed_ahead_read_as_one_after_another(tmp_path, monkeypatch):
     assert [p.split(":")[1] for p in places] == ["302", "452"]  # file order, 1-based lines
 
 
-def test_the_stream_after_a_peek_parses_the_next_block_while_the_first_is_read(
+def test_the_stream_after_a_peek_parses_the_next_blocks_while_the_first_is_read(
     tmp_path, monkeypatch
 ):
-    """Resumed after the corpus peek, the stream hands the second block to its parser before
-    it yields the first block's batches, so that parse runs while the rules read them (it
-    used to run after them, on the scan's thread)."""
+    """Resumed after the corpus peek, the stream hands the next READ_AHEAD blocks to its
+    parser before it yields the first block's batches, so that their parse runs while the rules
+    read them (it used to run after them, on the scan's thread); none is parsed twice."""
     import dataaudit.inputs.jsonl as jsonl
     from dataaudit.corpus import load_corpus
 
     monkeypatch.setattr(jsonl, "BLOCK_BYTES", 32768)
     path = tmp_path / "t.jsonl"
-    path.write_text(_lines(2000))  # ~4 blocks of ~550 rows
+    path.write_text(_lines(3000))  # ~6 blocks of ~550 rows
+    blocks = len(list(jsonl.iter_jsonl(path, 10_000)))  # one table per block here
     calls = _count_parses(monkeypatch)
     corpus = load_corpus(path)
     assert len(calls) == 1  # the peek's
     stream = corpus.stream(64)
     next(stream)  # the first block's first batch
     for _ in range(200):  # the parse runs on the reader's thread: wait for it briefly
-        if len(calls) >= 2:
+        if len(calls) >= 1 + jsonl.READ_AHEAD:
             break
         time.sleep(0.01)
-    assert len(calls) == 2
-    assert sum(rb.num_rows for _, rb in stream) == 2000 - 64
+    time.sleep(0.05)
+    assert len(calls) == 1 + jsonl.READ_AHEAD  # and no more until the rules read on
+    assert sum(rb.num_rows for _, rb in stream) == 3000 - 64
+    assert len(calls) == blocks  # each block parsed once
+
+
+def test_the_reader_goes_on_while_the_rules_read_a_block(tmp_path, monkeypatch):
+    """READ_AHEAD blocks wait on the reader behind the one the rules read: a reader done with
+    the next block early parses the one after it, instead of idling until the rules ask for
+    the next (on two cores its parse fills the time the scan's thread works alone)."""
+    import threading
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(jsonl, "_cores_free", lambda: False)  # a reader at the scan's priority
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(600))
+    parsed = []
+    real = jsonl._check_and_parse
+
+    def spy(block, schema):
+        out = real(block, schema)
+        parsed.append(threading.current_thread().name)
+        return out
+
+    monkeypatch.setattr(jsonl, "_check_and_parse", spy)
+    batches = jsonl.iter_jsonl(path, 1000)  # one batch per block
+    first = next(batches).num_rows  # the first block, parsed here
+    first += next(batches).num_rows  # the second: the rules read it now
+    for _ in range(200):
+        if len(parsed) >= 2 + jsonl.READ_AHEAD:
+            break
+        time.sleep(0.01)
+    assert len(parsed) == 2 + jsonl.READ_AHEAD  # the blocks after it are parsed already
+    here = threading.current_thread().name
+    assert parsed[:2] == [here, here]  # nothing runs beside them: parsed on this thread
+    assert all(name.startswith("dataaudit-jsonl") for name in parsed[2:])
+    assert sum(rb.num_rows for rb in batches) == 600 - first
 
 
 @pytest.mark.parametrize(
