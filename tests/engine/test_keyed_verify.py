@@ -483,6 +483,22 @@ def test_groups_of_partitions_hold_at_most_the_pairs_asked():
     assert keyed_engine._groups(np.zeros(4, np.int64), 8) == []
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_groups_of_partitions_split_the_pairs_evenly_between_threads(seed):
+    """As many groups as a multiple of the threads, of about equal pairs: greedy packing up to
+    the cap made three groups of 16 partitions for two threads, and the third ran alone."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 200, 16) * (rng.random(16) > 0.1)
+    most = int(rng.choice([100_000, 600, 300]))
+    groups = keyed_engine._groups(counts, most, 2)
+    assert [p for g in groups for p in g] == np.flatnonzero(counts).tolist()  # in order, once
+    sums = [int(counts[g].sum()) for g in groups]
+    assert all(s <= most for s, g in zip(sums, groups) if len(g) > 1)
+    if len(groups) == 2:
+        assert abs(sums[0] - sums[1]) <= counts.max()
+    assert len(groups) % 2 == 0 or len(groups) == np.count_nonzero(counts)
+
+
 def test_few_candidate_pairs_are_verified_together(monkeypatch):
     # partitions of first ends verified in groups: the payload is looked up once a group,
     # not once a partition; the clusters are the same
