@@ -301,6 +301,9 @@ class MemorySpill:
 SPILL_BUDGET = 0
 
 
+#: bytes a partition's stream of keyed pieces gathers before it writes them to its file
+PIECE_BUFFER = 256 << 10
+
 #: bytes of payload rows a :class:`DiskSpill` gathers into one batch (8-16 MB: a piece of half
 #: of it or more is written as it is, not copied into a larger batch)
 ROWS_BATCH_BYTES = 16 << 20
@@ -461,7 +464,11 @@ class DiskSpill:
         if writer is None:
             folder = self.root / str(index)
             folder.mkdir(parents=True, exist_ok=True)
-            sink = pa.OSFile(str(folder / f"{p}.{self.name}.arrow"), "wb")
+            # buffered: a batch's piece of one partition is a few KB written in ~6 small
+            # writes (the stream's framing, metadata and each buffer), ~1,850 write calls for
+            # a 40k-document DUP002 scan
+            raw = pa.OSFile(str(folder / f"{p}.{self.name}.arrow"), "wb")
+            sink = pa.BufferedOutputStream(raw, PIECE_BUFFER)
             writer = self.writers[(index, p)] = (sink, pa.ipc.new_stream(sink, piece.schema))
         writer[1].write_table(piece)
 
@@ -603,6 +610,8 @@ class DiskSpill:
 
     def table(self, index: Any, p: int) -> pa.Table | None:
         pieces = list(self.memory.get((index, p), ()))
+        if (index, p) in self.writers:  # still open: what its buffer holds goes to the file
+            self.writers[(index, p)][0].flush()
         for path in self._files(index, p):
             with pa.OSFile(str(path), "rb") as source:
                 pieces.append(pa.ipc.open_stream(source).read_all())

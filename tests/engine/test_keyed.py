@@ -157,6 +157,29 @@ def test_disk_spill_keeps_pieces_in_memory_up_to_its_budget():
             store.remove()
 
 
+def test_disk_spill_pieces_written_through_a_buffer_read_back_whole(monkeypatch):
+    """A partition's stream is buffered (a batch's piece is a few KB in ~6 writes): what a
+    partition holds reads back whole and in order, whether its stream is closed or not."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(keyed_engine, "PIECE_BUFFER", 4096)
+    store = keyed_engine.DiskSpill(budget=0)
+    try:
+        for k in range(200):  # ~1 MB over the buffer's size, a piece at a time
+            piece = pa.table({"key": pa.array(range(k * 50, k * 50 + 50), pa.uint64())})
+            store.put(0, k % 3, piece)
+        open_read = store.table(0, 1)  # its stream is still open
+        assert open_read.column("key").to_pylist() == [
+            v for k in range(1, 200, 3) for v in range(k * 50, k * 50 + 50)
+        ]
+        store.close()
+        for p in range(3):
+            keys = store.table(0, p).column("key").to_pylist()
+            assert keys == [v for k in range(p, 200, 3) for v in range(k * 50, k * 50 + 50)]
+    finally:
+        store.remove()
+
+
 def test_keyed_rows_spill_their_split_as_its_rank():
     # the partitions hold an int16 split rank (cheap takes and sorts); rules see its name
     import pyarrow as pa
