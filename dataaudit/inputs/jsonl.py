@@ -353,15 +353,13 @@ def _parse(block: bytes, schema: pa.Schema | None) -> pa.Table | None:
     return table if _valid(table) else None  # pyarrow 26 builds invalid arrays from [null, false]
 
 
-class _Parsed:
-    """A block done in this thread (a :class:`_Checked`; or a peeked block's table): the first
-    block (a file of one block starts no thread)."""
+def _done(checked: _Checked) -> Any:
+    """A block checked and parsed on this thread, as a done Future (the reader's are pending)."""
+    from concurrent.futures import Future
 
-    def __init__(self, table: Any):
-        self.table = table
-
-    def result(self) -> Any:
-        return self.table
+    done: Future = Future()
+    done.set_result(checked)
+    return done
 
 
 @dataclasses.dataclass
@@ -369,12 +367,11 @@ class _Block:
     """A block read and handed to the parser (checked first, here or on the reader's thread),
     waiting for its turn to be yielded."""
 
-    parsed: Any  # _Parsed (of a _Checked or a peeked table), or a Future of _check_and_parse
+    parsed: Any  # a Future of its _Checked: done here (the first block), or the reader's
     block: bytes
-    line_no: int  # lines before it (a block checked on the thread: set once the one before is)
-    after: _Resume | None  # where a reader stands after it (for the first block)
-    newlines: int | None = None  # None: counted on the reader's thread
+    after: _Resume | None = None  # where a reader stands after it (for the first block)
     lowered: bool = False  # handed to a reader below the scan's priority
+    line_no: int = 0  # lines before it: set when its turn comes
 
 
 def iter_jsonl(
@@ -413,20 +410,20 @@ def iter_jsonl(
     lowered = True  # the reader's thread runs below the scan's priority until it lags
 
     def _await(item: _Block) -> Any:
-        """The block's checks and parse from the reader's thread. A lowered reader that keeps
-        the scan waiting (other work holds the cores) is given up: the next blocks go to a
-        reader at the scan's priority, and a block not ready in time is done here."""
+        """The block's checks and parse, done here or by the reader's thread. A lowered reader
+        that keeps the scan waiting (other work holds the cores) is given up: the next blocks go
+        to a reader at the scan's priority, and a block not ready in time is done here."""
         nonlocal pool, lowered
         from concurrent.futures import CancelledError
         from concurrent.futures import TimeoutError as Late
 
-        started = time.perf_counter()
+        asked = time.perf_counter()
         patience = READER_PATIENCE if lowered else 0.0  # given up already: no more waiting
         try:
             done = item.parsed.result(timeout=patience if item.lowered else None)
         except (CancelledError, Late):  # dropped with a lowered reader, or late from one
             done = None
-        if lowered and item.lowered and time.perf_counter() - started > READER_LAG:
+        if lowered and item.lowered and time.perf_counter() - asked > READER_LAG:
             lowered = False
             if pool is not None:
                 pool.shutdown(wait=False)
@@ -444,17 +441,15 @@ def iter_jsonl(
     def emit(item: _Block) -> Iterator[pa.RecordBatch]:
         nonlocal schema, started, first_block, line_no
         item.line_no = line_no
-        table = item.parsed.result() if isinstance(item.parsed, _Parsed) else _await(item)
-        deep: list[tuple[int, int]] = []
-        if isinstance(table, _Checked):  # checked (here or on the reader's thread): report it
-            if table.bad_utf8 is not None:
-                _check_utf8(path, item.block, item.line_no, table.bad_utf8)
-            deep, item.newlines, table = table.deep, table.newlines, table.table
-        line_no = item.line_no + item.newlines  # the next block's first line
+        checked = _await(item)  # checked here or on the reader's thread: reported now
+        if checked.bad_utf8 is not None:
+            _check_utf8(path, item.block, item.line_no, checked.bad_utf8)
+        table = checked.table
+        line_no = item.line_no + checked.newlines  # the next block's first line
         if table is None:
             started = True
             yield from _block_python(
-                path, item.block, item.line_no, batch_size, schema, dict(deep), bad, log
+                path, item.block, item.line_no, batch_size, schema, dict(checked.deep), bad, log
             )
             return
         item.block = b""  # parsed: its bytes are not held while its batches are read
@@ -477,7 +472,7 @@ def iter_jsonl(
                 # yielded once the next block is read and handed to the parser, so that its
                 # parse runs while the rules read these batches (it ran after them, alone)
                 line_no = peeked.line_no  # its newlines are counted in it
-                waiting.append(_Block(_Parsed(peeked.table), b"", 0, None, 0))
+                waiting.append(_Block(_done(_Checked(None, [], 0, peeked.table)), b""))
             while True:
                 if waiting and schema is None:
                     # the next block's parse takes the first parsed block's schema: hand this
@@ -510,12 +505,12 @@ def iter_jsonl(
                         after = None
                         if not started and key is not None:
                             after = _Resume(key, consumed, tail, line_no + checked.newlines, None)
-                        waiting.append(_Block(_Parsed(checked), block, line_no, after))
+                        waiting.append(_Block(_done(checked), block, after))
                     else:
                         if pool is None:
                             pool = _reader_pool(lowered)
                         task = pool.submit(_check_and_parse, block, schema)
-                        waiting.append(_Block(task, block, 0, None, lowered=pool.lowered))
+                        waiting.append(_Block(task, block, lowered=pool.lowered))
                         # a block is yielded once READ_AHEAD more are handed to the reader
                         # behind it: the reader goes on with the next while the rules read
                         # this one, even when it finished the one before early

@@ -22,8 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import indices
-from ...sketches.lsh import band_matrix as lsh_band_matrix
-from ...sketches.lsh import signature_keys
+from ...sketches.lsh import band_matrix, signature_keys
 from ...sketches.minhash import ShingleSets, empty_rows, jaccard_estimate, pair_jaccard
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "EvalIndex",
     "Matches",
     "Pairs",
-    "band_matrix",
     "build_index",
     "merge_matches",
     "probe",
@@ -71,12 +69,6 @@ class EvalIndex:
         return len(self.rows)
 
 
-def band_matrix(sig: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:
-    """(rows, bands) uint64: each row's band keys (compiled; the prepass computes them where
-    the batch is, so the process that builds the index runs no compiled kernel)."""
-    return lsh_band_matrix(sig, bands, rows_per_band)
-
-
 def build_index(
     rows: np.ndarray,
     hashes: np.ndarray,
@@ -87,7 +79,7 @@ def build_index(
     keys: np.ndarray | None = None,
 ) -> EvalIndex:
     """The index of one eval split's rows (any order: they are sorted by row here); ``keys``:
-    their :func:`band_matrix`, if computed already."""
+    their band keys (``sketches.lsh.band_matrix``), if computed already."""
     order = np.argsort(np.asarray(rows, _I64), kind="stable")
     in_order = bool(np.all(order == np.arange(len(order))))
     rows = np.asarray(rows, _I64)[order]

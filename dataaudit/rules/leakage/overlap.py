@@ -13,7 +13,7 @@ from ..._arrow import indices, numeric_array, strings
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
-from ...sketches.lsh import choose_bands, cross_candidates
+from ...sketches.lsh import band_matrix, choose_bands, cross_candidates
 from ...sketches.minhash import ShingleSets, jaccard_estimate, pair_jaccard
 from ...sketches.state import PerSplit
 from .._columns import append, cat, key_hex, nonempty_hash, snippet, texts
@@ -25,7 +25,6 @@ from ._eval_index import (
     MAX_BUCKETS,
     EvalIndex,
     Matches,
-    band_matrix,
     build_index,
     merge_matches,
     probe,
