@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import io
 import json
 import re
 import sys
@@ -336,7 +335,31 @@ def _reader_pool(lowered: bool) -> Any:
     return pool
 
 
-def _parse(block: bytes, schema: pa.Schema | None) -> pa.Table | None:
+def _read_block(fh: Any, tail: bytes, size: int) -> tuple[bytearray, int]:
+    """``tail`` and up to ``size`` more bytes of ``fh`` in one new buffer, read straight into
+    it: (the buffer, the bytes read; 0 at the end). Reading a block, joining it to the tail
+    and cutting it at its last newline made three copies of it, on the scan's thread: on a
+    40k-document file of 93 MB, 60-80 ms of a fresh process's CPU, ~45 ms read into place."""
+    readinto = getattr(fh, "readinto", None)
+    if readinto is None:  # a reader of whole byte ranges (the Ray engine's): its blocks whole
+        chunk = fh.read(size)
+        block = bytearray(tail)
+        block += chunk
+        return block, len(chunk)
+    block = bytearray(len(tail) + size)
+    block[: len(tail)] = tail
+    got = len(tail)
+    with memoryview(block) as view:
+        while got < len(block):
+            n = readinto(view[got:])
+            if not n:
+                break
+            got += n
+    del block[got:]
+    return block, got - len(tail)
+
+
+def _parse(block: bytes | bytearray, schema: pa.Schema | None) -> pa.Table | None:
     """pyarrow's parse of one block (None: it rejected the block; Python's parser reads it)."""
     import pyarrow.json as pj
 
@@ -347,7 +370,8 @@ def _parse(block: bytes, schema: pa.Schema | None) -> pa.Table | None:
         # CPU-s) plus combining the chunks into whole batches (_rebatch), and the reader
         # already parses the next block in a thread of its own while the rules read this one
         read = pj.ReadOptions(use_threads=False, block_size=min(len(block) + 1, _MAX_BLOCK))
-        table = pj.read_json(io.BytesIO(block), read_options=read, parse_options=opts)
+        source = pa.BufferReader(pa.py_buffer(block))  # no copy (BytesIO copies a bytearray)
+        table = pj.read_json(source, read_options=read, parse_options=opts)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     return table if _valid(table) else None  # pyarrow 26 builds invalid arrays from [null, false]
@@ -368,7 +392,7 @@ class _Block:
     waiting for its turn to be yielded."""
 
     parsed: Any  # a Future of its _Checked: done here (the first block), or the reader's
-    block: bytes
+    block: bytes | bytearray
     after: _Resume | None = None  # where a reader stands after it (for the first block)
     lowered: bool = False  # handed to a reader below the scan's priority
     line_no: int = 0  # lines before it: set when its turn comes
@@ -479,25 +503,21 @@ def iter_jsonl(
                     # one over first, before reading on (a peek stops after its first batch:
                     # reading and checking the next 8 MB for it was ~30 ms wasted)
                     yield from emit(waiting.popleft())
-                chunk = fh.read(block_bytes)
-                consumed += len(chunk)
+                block, got = _read_block(fh, tail, block_bytes)
+                consumed += got
                 if first:
-                    chunk = chunk[len(_BOM) :] if chunk.startswith(_BOM) else chunk
+                    if block.startswith(_BOM):
+                        del block[: len(_BOM)]
                     first = False
-                data = tail + chunk
-                last = not chunk
-                # the read and the joined copies are not held while this block's batches are
-                # read: 16 MB less resident per block of 8 MB
-                chunk = b""
-                if last:
-                    block, tail = data, b""
-                else:
-                    cut = data.rfind(b"\n")
+                last = not got
+                tail = b""
+                if not last:
+                    cut = block.rfind(b"\n")
                     if cut < 0:
-                        tail = data
+                        tail = bytes(block)
                         continue
-                    block, tail = data[: cut + 1], data[cut + 1 :]
-                data = b""
+                    tail = bytes(block[cut + 1 :])
+                    del block[cut + 1 :]  # in place: the buffer keeps its memory, no copy
                 if block and not block.isspace():
                     if not waiting:  # checked and parsed here: nothing runs beside it
                         checked = _check_and_parse(block, schema)

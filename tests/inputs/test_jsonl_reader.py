@@ -378,3 +378,46 @@ def test_the_depth_bound_ignores_the_kernels_module_while_it_is_imported(monkeyp
     block = b'{"text": "a"}\n{"text": [[1]]}\n'
     assert jsonl._line_opens(block) is None
     assert jsonl._too_deep(block) == ([], 2)
+
+
+class _Trickle:
+    """A stream whose reads return at most 7 bytes (pipes and decompressors may return less
+    than asked for)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def readinto(self, view) -> int:
+        n = min(7, len(view), len(self.data) - self.at)
+        view[:n] = self.data[self.at : self.at + n]
+        self.at += n
+        return n
+
+
+def test_a_block_is_read_into_place_after_the_tail_whatever_the_reads_return():
+    from dataaudit.inputs.jsonl import _read_block
+
+    stream = _Trickle(b"0123456789" * 5)
+    block, got = _read_block(stream, b"tail:", 23)
+    assert (bytes(block), got) == (b"tail:" + (b"0123456789" * 3)[:23], 23)
+    block, got = _read_block(stream, b"", 100)  # the rest: fewer than asked for
+    assert (bytes(block), got) == ((b"0123456789" * 5)[23:], 27)
+    block, got = _read_block(stream, b"end", 100)
+    assert (bytes(block), got) == (b"end", 0)
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.jsonl.gz"])
+def test_lines_longer_than_a_block_and_a_bom_read_whole(tmp_path, name):
+    """Blocks are read into buffers and cut in place at their last newline: a line longer
+    than a block is carried whole to the next, the BOM is dropped, every row comes once."""
+    import gzip
+
+    import dataaudit.inputs.jsonl as jsonl
+
+    rows = [{"text": f"row {i} " + "y" * (5000 if i % 7 == 3 else 30)} for i in range(300)]
+    text = "\ufeff" + "".join(json.dumps(r) + "\n" for r in rows)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    got = [t for rb in jsonl.iter_jsonl(path, 64, block_bytes=4096) for t in rb["text"].to_pylist()]
+    assert got == [r["text"] for r in rows]
+    jsonl._PEEKED.clear()
