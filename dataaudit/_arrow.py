@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from ._compute import call
+from ._compute import take as _take
 
 __all__ = [
     "bools",
@@ -56,7 +58,7 @@ def validity(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     arr = one_chunk(arr)
     t = arr.type
     if pa.types.is_union(t) or pa.types.is_run_end_encoded(t):  # nulls are in their children
-        valid = bools(pc.is_valid(arr))
+        valid = bools(call("is_valid", arr))
         return None if valid.all() else valid
     if not arr.null_count:
         return None
@@ -181,7 +183,7 @@ def string_array(
 
 def take(arr: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> pa.Array:
     """``arr.take(idx)`` for numpy positions."""
-    return one_chunk(arr).take(indices(idx))
+    return _take(one_chunk(arr), idx)
 
 
 def string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._arrays import sorted_unique
 from ._arrow import one_chunk, string_parts, strings
+from ._compute import pc
 
 __all__ = ["json_texts"]
 

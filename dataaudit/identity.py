@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import xxhash
 
 from ._arrow import nulls_to, string_parts, validity
+from ._compute import cast, pc
 from ._json_text import json_texts
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
@@ -70,7 +70,7 @@ def _string_hashes(arr: pa.Array) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if pa.types.is_string_view(arr.type):
-        arr = arr.cast(pa.large_string())  # string_view → offsets and bytes
+        arr = cast(arr, pa.large_string())  # string_view → offsets and bytes
     from .sketches import native
 
     offsets, data = string_parts(arr)

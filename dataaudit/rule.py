@@ -367,8 +367,10 @@ def _per_row(name: str, value: Any, n: int, kinds: tuple[type, ...], cast: bool 
 
 def _distinct(value: Any) -> list[Any]:
     """The distinct values of a field (a constant, Arrow array or list)."""
-    if hasattr(value, "unique") and hasattr(value, "to_pylist"):
-        return value.unique().to_pylist()
+    if hasattr(value, "unique") and hasattr(value, "to_pylist"):  # an Arrow array
+        from ._compute import call
+
+        return call("unique", value).to_pylist()
     return list(set(value)) if isinstance(value, list) else [value]
 
 

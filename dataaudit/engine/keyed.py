@@ -80,10 +80,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrays import sorted_unique
 from .._arrow import fixed, indices, mask_array, numeric_array, strings
+from .._compute import call, cast, is_in_positions, take
 from .state import RULE_FAILURES, RuleRun, error_message
 
 __all__ = [
@@ -146,7 +146,7 @@ def _by_part(keys: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
 def _cut(table: pa.Table, parts: int) -> list[pa.Table | None]:
     """The rows of ``table`` per partition (``key % parts``)."""
     order, bounds = _by_part(fixed(table.column("key")), parts)
-    ordered = table.take(indices(order))  # one take, then zero-copy slices
+    ordered = take(table, order)  # one take, then zero-copy slices
     out: list[pa.Table | None] = []
     for p in range(parts):
         lo, hi = int(bounds[p]), int(bounds[p + 1])
@@ -177,8 +177,8 @@ def emit(run: RuleRun, batch: Any, splits: list[str] | None = None) -> pa.Table 
         if table is None or "key" not in table.column_names or "row" not in table.column_names:
             raise TypeError("emit() must return a pyarrow Table with 'key' and 'row' columns")
         table = table.set_column(
-            table.column_names.index("key"), "key", table.column("key").cast(pa.uint64())
-        ).set_column(table.column_names.index("row"), "row", table.column("row").cast(pa.int64()))
+            table.column_names.index("key"), "key", cast(table.column("key"), pa.uint64())
+        ).set_column(table.column_names.index("row"), "row", cast(table.column("row"), pa.int64()))
         return table.append_column("split", _split_column(batch, len(table), splits))
     except RULE_FAILURES as exc:
         run.error, run.state = error_message(exc), None
@@ -199,14 +199,14 @@ def emit_rows(
             table = pa.Table.from_batches([table])
         if not isinstance(table, pa.Table) or "row" not in table.column_names:
             raise TypeError("emit_rows() must return a pyarrow Table with a 'row' column")
-        rows = table.column("row").cast(pa.int64())
+        rows = cast(table.column("row"), pa.int64())
         table = table.set_column(table.column_names.index("row"), "row", rows)
         values = np.asarray(fixed(rows), np.int64)
         if len(values) > 1 and not (values[1:] > values[:-1]).all():
             order = np.argsort(values, kind="stable")
             if (values[order][1:] == values[order][:-1]).any():
                 raise TypeError("emit_rows() must return each row once")
-            table = table.take(indices(order))
+            table = take(table, order)
         table = table.append_column("split", _split_column(batch, table.num_rows, splits))
         if not keys:
             return table
@@ -244,7 +244,7 @@ def node_keys(split: Any, row: Any) -> np.ndarray:
 
     if isinstance(split, pa.ChunkedArray):
         split = split.combine_chunks()
-    codes = split.dictionary_encode()
+    codes = call("dictionary_encode", split)
     names = codes.dictionary.to_pylist()
     salt = np.array([xxhash.xxh3_64_intdigest(str(n).encode()) for n in names], np.uint64)
     idx = np.asarray(fixed(codes.indices), np.int64)
@@ -402,10 +402,10 @@ class _WriteBehind:
 def _row_span(batch: pa.RecordBatch) -> tuple[int, int]:
     """The node ids (:func:`_node_ids`) of a payload batch's first and last rows."""
     ends = indices(np.array([0, batch.num_rows - 1]))
-    split = batch.column("split").take(ends)
+    split = take(batch.column("split"), ends)
     if not pa.types.is_integer(split.type):
         raise TypeError("the payload spilled by row names its split by rank")
-    rows = np.asarray(fixed(batch.column("row").take(ends)), np.int64)
+    rows = np.asarray(fixed(take(batch.column("row"), ends)), np.int64)
     ids = (np.asarray(fixed(split), np.int64) << 40) | rows
     return int(ids[0]), int(ids[1])
 
@@ -456,7 +456,7 @@ class DiskSpill:
         # on disk
         if held + size <= self.budget and (index, p) not in self.writers:
             # a copy: a piece is a slice of its batch's cut, which would stay alive whole
-            piece = piece.take(indices(np.arange(piece.num_rows)))
+            piece = take(piece, np.arange(piece.num_rows))
             self.memory.setdefault((index, p), []).append(piece)
             self.held += size
             return
@@ -491,7 +491,7 @@ class DiskSpill:
             if pa.types.is_dictionary(table.column(column).type):
                 col = table.column(column)
                 table = table.set_column(
-                    table.column_names.index(column), column, col.cast(col.type.value_type)
+                    table.column_names.index(column), column, cast(col, col.type.value_type)
                 )
         pending = self.pending.setdefault(name, [])
         if pending and (
@@ -518,7 +518,7 @@ class DiskSpill:
             order = np.argsort(rows, kind="stable")
             if (rows[order][1:] == rows[order][:-1]).any():
                 raise ValueError("emit_rows() gave a row twice (or a row of another batch)")
-            table = table.take(indices(order)).combine_chunks()
+            table = take(table, order).combine_chunks()
         held = self.held + (self.shared.held if self.shared is not None else 0)
         if held + table.nbytes <= self.budget and name not in self.streams:
             for batch in table.to_batches():  # under the budget: kept here, not written
@@ -684,7 +684,7 @@ class PayloadRows:
         table = pa.concat_tables(pieces, promote_options="default")
         if len(uniq) == len(nodes) and (inverse == np.arange(len(nodes))).all():
             return table
-        return table.take(indices(inverse))
+        return take(table, inverse)
 
     def _rows(self, b: int, rows: np.ndarray, columns: list[str] | None) -> pa.Table:
         """Rows ``rows`` of batch ``b``, copied out of a mapping of that batch alone (or taken
@@ -741,7 +741,7 @@ def _take_rows(batch: pa.RecordBatch, rows: np.ndarray, columns: list[str] | Non
     pos = np.minimum(np.searchsorted(have, rows), len(have) - 1)
     if not (have[pos] == rows).all():
         raise ValueError("a candidate pair names a row that emitted no payload (emit_rows)")
-    return batch.take(indices(pos))
+    return take(batch, pos)
 
 
 #: keys of a partition beyond which :func:`_shared_keys` sorts them (its table's slots are int32)
@@ -786,7 +786,7 @@ def _sorted_part(part: pa.Table, splits: list[str]) -> pa.Table | None:
         return None
     r = _ranks(part.column("split"), splits)[at]
     rows = np.asarray(fixed(part.column("row")), np.int64)[at]
-    return _named(part.take(indices(at[np.lexsort((rows, r, keys[at]))])), splits)
+    return _named(take(part, at[np.lexsort((rows, r, keys[at]))]), splits)
 
 
 def _check_edges(edges: pa.Table, what: str) -> None:
@@ -816,7 +816,7 @@ def edges_of(rule: Any, part: pa.Table | None, splits: list[str]) -> pa.Table | 
         at = np.minimum(np.searchsorted(nodes, want), len(nodes) - 1)
         if not (nodes[at] == want).all():
             raise ValueError("edges() named a row that is not in its partition")
-        taken = part.select(payload).take(indices(first[at]))
+        taken = take(part.select(payload), first[at])
         for name in payload:
             edges = edges.append_column(f"{end}.{name}", taken.column(name))
     return edges
@@ -844,14 +844,14 @@ def candidates_of(
         cols = {c: pairs.column(c) for c in EDGE_COLUMNS}
         for a, b in (("split_a", "split_b"), ("row_a", "row_b")):
             pairs = pairs.set_column(
-                pairs.column_names.index(a), a, pc.if_else(mask, cols[b], cols[a])
+                pairs.column_names.index(a), a, call("if_else", mask, cols[b], cols[a])
             )
             pairs = pairs.set_column(
-                pairs.column_names.index(b), b, pc.if_else(mask, cols[a], cols[b])
+                pairs.column_names.index(b), b, call("if_else", mask, cols[a], cols[b])
             )
     keep = na != nb
     if not keep.all():
-        pairs = pairs.filter(mask_array(keep))
+        pairs = call("filter", pairs, mask_array(keep))
     if pairs.num_rows == 0:
         return [None] * parts
     key = node_keys(pairs.column("split_a"), pairs.column("row_a"))
@@ -895,15 +895,15 @@ def join_first(
     # the pairs and one of the rows, then zero-copy slices
     by, bounds = _by_part(
         node_keys(
-            pairs.column("split_b").take(indices(keep)),
-            pairs.column("row_b").take(indices(keep)),
+            take(pairs.column("split_b"), keep),
+            take(pairs.column("row_b"), keep),
         ),
         parts,
     )
-    pairs = pairs.take(indices(keep[by]))
+    pairs = take(pairs, keep[by])
     need = [sorted_unique(at[by][bounds[q] : bounds[q + 1]]) for q in range(parts)]
     starts = np.concatenate([[0], np.cumsum([len(n) for n in need])])
-    ends = rows.take(indices(np.concatenate(need)))
+    ends = take(rows, np.concatenate(need))
     for q in range(parts):
         if bounds[q + 1] > bounds[q]:
             out[q] = pairs.slice(bounds[q], bounds[q + 1] - bounds[q])
@@ -929,13 +929,13 @@ def verify_part(
     na = _node_ids(pairs_t.column("split_a"), pairs_t.column("row_a"), splits)
     nb = _node_ids(pairs_t.column("split_b"), pairs_t.column("row_b"), splits)
     order = np.lexsort((nb, na))  # the same order whatever the partitions
-    pairs_t, na, nb = pairs_t.take(indices(order)), na[order], nb[order]
+    pairs_t, na, nb = take(pairs_t, order), na[order], nb[order]
     at_a = _locate(ends_t, na, splits, "a candidate pair")
     at_b = _locate(rows, nb, splits, "a candidate pair")
     need_b, inv_b = np.unique(at_b, return_inverse=True)
     cols = [c for c in rows.column_names if c != "key"]
     both = pa.concat_tables(
-        [ends_t.select(cols), rows.select(cols).take(indices(need_b))], promote_options="default"
+        [ends_t.select(cols), take(rows.select(cols), need_b)], promote_options="default"
     )
     both = _named(both, splits)
     pairs_t = pairs_t.append_column("at_a", indices(at_a))
@@ -956,7 +956,7 @@ def verify_part(
         in_place=True,
     )
     payload = _carried(rule, cols, fetchable=False)
-    members = both.take(indices(_locate(both, ends_of, splits, "verify_pairs()")))
+    members = take(both, _locate(both, ends_of, splits, "verify_pairs()"))
     return edges, members.select(["split", "row", *payload])
 
 
@@ -986,7 +986,7 @@ def verify_rows(
     first = np.ones(len(order), bool)
     first[1:] = (na[order][1:] != na[order][:-1]) | (nb[order][1:] != nb[order][:-1])
     keep = order[first]
-    pairs, na, nb = pairs.take(indices(keep)), na[keep], nb[keep]
+    pairs, na, nb = take(pairs, keep), na[keep], nb[keep]
     nodes, inverse = np.unique(np.concatenate([na, nb]), return_inverse=True)
     both = _named(payload.take(nodes), splits)
     pairs = pairs.append_column("at_a", indices(inverse[: len(na)]))
@@ -1009,7 +1009,7 @@ def verify_rows(
     if not (nodes[at] == ends_of).all():
         raise ValueError("verify_pairs() named a row that is not an end of its pairs")
     cols = _carried(rule, both.column_names, fetchable=True)
-    return edges, both.select(["split", "row", *cols]).take(indices(at))
+    return edges, take(both.select(["split", "row", *cols]), at)
 
 
 def run_local(
@@ -1190,7 +1190,7 @@ def _ranks(split: Any, splits: list[str]) -> np.ndarray:
         if len(r) and (r.min() < 0 or r.max() >= len(splits)):
             raise ValueError("a keyed row names a split the audit does not have")
         return r
-    rank = pc.index_in(split, value_set=strings(splits, pa.string()))
+    rank = is_in_positions(split, strings(splits, pa.string()))
     if rank.null_count:
         raise ValueError("a keyed row names a split the audit does not have")
     return np.asarray(fixed(rank), np.int64)
@@ -1201,7 +1201,7 @@ def _named(table: pa.Table, splits: list[str]) -> pa.Table:
     split = table.column("split")
     if not pa.types.is_integer(split.type):
         return table
-    names = strings(splits, pa.string()).take(indices(_ranks(split, splits)))
+    names = take(strings(splits, pa.string()), _ranks(split, splits))
     return table.set_column(table.column_names.index("split"), "split", names)
 
 
@@ -1214,22 +1214,22 @@ def _take_chunked(col: pa.ChunkedArray, at: np.ndarray) -> pa.Array | pa.Chunked
     """``col.take(at)`` chunk by chunk: Arrow's take on a chunked column of strings joins its
     chunks first (a copy of the whole column, here every edge's payload twice)."""
     if col.num_chunks <= 1:
-        return col.take(indices(at))
+        return take(col, at)
     lengths = np.array([len(c) for c in col.chunks], np.int64)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     which = np.searchsorted(bounds, at, side="right") - 1
     by = np.argsort(which, kind="stable")
     cuts = np.searchsorted(which[by], np.arange(len(lengths) + 1))
     pieces = [
-        col.chunk(c).take(indices(at[by[cuts[c] : cuts[c + 1]]] - bounds[c]))
+        take(col.chunk(c), at[by[cuts[c] : cuts[c + 1]]] - bounds[c])
         for c in range(len(lengths))
         if cuts[c + 1] > cuts[c]
     ]
     if not pieces:
-        return col.take(indices(at))
+        return take(col, at)
     inverse = np.empty(len(at), np.int64)
     inverse[by] = np.arange(len(at))
-    return pa.concat_arrays(pieces).take(indices(inverse))
+    return take(pa.concat_arrays(pieces), inverse)
 
 
 class Cluster(list):
@@ -1271,10 +1271,10 @@ class Clusters(list):
         payload on disk where the finish runs beside it, else from the members' rows."""
         at = np.asarray(at, np.int64)
         if self.rows is not None and all(c in self.rows.column_names for c in columns):
-            return self.rows.select(columns).take(indices(at))
+            return take(self.rows.select(columns), at)
         if self.payload is None or self.rows is None:
             raise KeyError(f"the clusters carry no payload columns {columns}")
-        taken = self.rows.select(["split", "row"]).take(indices(at))
+        taken = take(self.rows.select(["split", "row"]), at)
         nodes = _node_ids(taken.column("split"), taken.column("row"), self.payload.splits)
         return self.payload.take(nodes, list(columns)).select(list(columns))
 
@@ -1306,9 +1306,9 @@ def clusters_of(
         dup = np.zeros(len(order), bool)
         dup[1:] = (a[order][1:] == a[order][:-1]) & (b[order][1:] == b[order][:-1])
         order = order[~dup]
-        a, b, table = a[order], b[order], table.take(indices(order))
+        a, b, table = a[order], b[order], take(table, order)
         scored = pa.table(
-            {"split": table.column("split_a"), "score": table.column("score").cast(pa.float64())}
+            {"split": table.column("split_a"), "score": cast(table.column("score"), pa.float64())}
         )
     ends = np.concatenate([a, b])
     nodes, first, inverse = np.unique(ends, return_index=True, return_inverse=True)
@@ -1354,7 +1354,7 @@ def clusters_of(
     del table
     rows = pa.table(
         {
-            "split": strings(splits, pa.string()).take(indices(nodes[order] >> 40)),
+            "split": take(strings(splits, pa.string()), nodes[order] >> 40),
             "row": numeric_array(row_col),
             **payload,
         }

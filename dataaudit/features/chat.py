@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import bools, fixed, one_chunk, take
+from .._compute import pc
 from .base import Batch, register_feature
 
 OK = "ok"

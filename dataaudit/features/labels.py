@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import nulls_like, one_chunk
+from .._compute import pc
 from .base import Batch, register_feature
 
 

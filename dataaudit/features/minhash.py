@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .._compute import pc, slice_codeunits
 from ..sketches.minhash import (
     Shingles,
     ShingleSets,
@@ -148,4 +148,4 @@ def ngram_hashes_feature(batch: Batch, ngram: int = 13) -> Shingles:
 
 @register_feature("text_snippet")
 def text_snippet_feature(batch: Batch, chars: int = 264) -> pa.Array:
-    return pc.utf8_slice_codeunits(batch.text, 0, chars)
+    return slice_codeunits(batch.text, 0, chars)

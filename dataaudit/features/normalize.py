@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import bools, mask_array, nulls_like, one_chunk, string_array, string_parts, strings
+from .._compute import pc
 
 STRING = pa.large_string()
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import nulls_like, one_chunk, strings
+from .._compute import cast, pc
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
 from .textscan import blank_mask
@@ -22,7 +22,7 @@ def _as_text(arr: pa.Array | pa.ChunkedArray, markers: pa.Array | None = None) -
     arr = one_chunk(arr)
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        out = arr.cast(STRING)
+        out = cast(arr, STRING)
         if markers is not None and markers.null_count < len(markers):
             out = pc.if_else(pc.is_null(markers), out, nulls_like(out))
         return out

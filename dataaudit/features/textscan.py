@@ -19,9 +19,9 @@ import dataclasses
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import bools, fixed, string_parts, take, validity
+from .._compute import pc
 from .base import Batch, register_feature
 
 __all__ = ["TextScan", "blank_mask", "scan_text"]

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .._compute import pc
 from ..errors import InputError
 from ..rule import Severity
 from .location import open_binary

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .._compute import pc
 from .notes import InputLog
 from .probes import is_hf_dataset_dict, is_hf_iterable
 from .records import columns_to_batch, repair_sink

@@ -80,9 +80,8 @@ def encoded_blocks(count: int, columns: dict[str, Any], fmt: str) -> Iterator[me
     """The file's UTF-8 bytes (``jsonl`` or ``csv``) a block of BLOCK_ROWS flags at a time:
     each column encoded as Arrow text, the lines joined by Arrow; a column with one value in
     the block (DUP002's split, code, severity, null id) joins as part of the literal text."""
-    import pyarrow.compute as pc
-
     from .._arrow import strings
+    from .._compute import call
 
     json_lines = fmt == "jsonl"
     encode = _json_text if json_lines else _csv_text
@@ -108,7 +107,7 @@ def encoded_blocks(count: int, columns: dict[str, Any], fmt: str) -> Iterator[me
         if len(joined) == 1:  # every column one value: one literal line, repeated
             yield memoryview((parts[0] * (end - at)).encode())
             continue
-        yield _text_bytes(pc.binary_join_element_wise(*joined, next(literals)))
+        yield _text_bytes(call("binary_join_element_wise", *joined, next(literals)))
 
 
 def _encoded_column(
@@ -119,6 +118,7 @@ def _encoded_column(
     import pyarrow as pa
 
     from .._arrow import numeric_array, strings, take
+    from .._compute import cast
 
     if name in DICT_COLUMNS:
         index = value[1][at:end]
@@ -126,7 +126,7 @@ def _encoded_column(
             return distinct[name][index[0]]
         return take(strings(distinct[name]), index)
     if name == "row":
-        return numeric_array(np.asarray(value[at:end], np.int64)).cast(pa.large_string())
+        return cast(numeric_array(np.asarray(value[at:end], np.int64)), pa.large_string())
     if name == "score":
         return _float_texts(value[at:end], json_lines)
     text = value.slice(at, end - at)
@@ -155,31 +155,30 @@ def _json_strings(array: pa.ChunkedArray) -> pa.Array:
     """Arrow text as JSON string literals (null: ``null``), escaped by Arrow: backslashes
     first, then quotes, then each control character the block holds (its bytes scanned by
     numpy: most blocks have none of them)."""
-    import pyarrow.compute as pc
-
     from .._arrays import sorted_unique
     from .._arrow import one_chunk, string_parts, strings
+    from .._compute import call, replace_substring
 
     text = one_chunk(array)
     parts = string_parts(text)
     assert parts is not None  # a string array
     data = parts[1]
     if ((data == ord('"')) | (data == ord("\\"))).any():
-        text = pc.replace_substring(text, "\\", "\\\\")
-        text = pc.replace_substring(text, '"', '\\"')
+        text = replace_substring(text, "\\", "\\\\")
+        text = replace_substring(text, '"', '\\"')
     for code in sorted_unique(data[data < 0x20], in_place=True).tolist():
-        text = pc.replace_substring(text, chr(code), _CONTROL[code])
+        text = replace_substring(text, chr(code), _CONTROL[code])
     quote, null, empty = strings(['"', "null", ""])
-    return pc.fill_null(pc.binary_join_element_wise(quote, text, quote, empty), null)
+    return call("coalesce", call("binary_join_element_wise", quote, text, quote, empty), null)
 
 
 def _csv_strings(array: pa.ChunkedArray) -> pa.Array:
     """Arrow text as CSV fields: quoted (quotes doubled) when empty or holding , " CR or LF;
     a null empty. A block with none of those (its bytes scanned by numpy) is as it is."""
     import numpy as np
-    import pyarrow.compute as pc
 
     from .._arrow import one_chunk, string_parts, strings, validity
+    from .._compute import call, matches_regex, replace_substring
 
     text = one_chunk(array)
     quote, empty = strings(['"', ""])
@@ -192,10 +191,11 @@ def _csv_strings(array: pa.ChunkedArray) -> pa.Array:
         blank &= valid
     special = (data == ord(",")) | (data == ord('"')) | (data == ord("\r")) | (data == ord("\n"))
     if not blank.any() and not special.any():
-        return pc.fill_null(text, empty)
-    needs = pc.match_substring_regex(text, '^$|[,"\r\n]')
-    quoted = pc.binary_join_element_wise(quote, pc.replace_substring(text, '"', '""'), quote, empty)
-    return pc.fill_null(pc.if_else(needs, quoted, text), empty)
+        return call("coalesce", text, empty)
+    needs = matches_regex(text, '^$|[,"\r\n]')
+    doubled = replace_substring(text, '"', '""')
+    quoted = call("binary_join_element_wise", quote, doubled, quote, empty)
+    return call("coalesce", call("if_else", needs, quoted, text), empty)
 
 
 def _float_texts(values: Any, json_lines: bool) -> pa.Array:
@@ -206,12 +206,12 @@ def _float_texts(values: Any, json_lines: bool) -> pa.Array:
     _float_text. Checked against polars on 7.8M floats of every exponent."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from .._arrow import mask_array, numeric_array, strings
+    from .._compute import call, cast
 
     floats = np.ascontiguousarray(values, np.float64)
-    texts = numeric_array(floats).cast(pa.large_string())
+    texts = cast(numeric_array(floats), pa.large_string())
     with np.errstate(invalid="ignore"):
         size = np.abs(floats)
         whole = (floats == np.trunc(floats)) & (size < 9e9)
@@ -219,12 +219,11 @@ def _float_texts(values: Any, json_lines: bool) -> pa.Array:
         other |= np.isnan(floats) | np.isinf(floats)
     if whole.any():
         point, empty = strings([".0", ""])
-        texts = pc.if_else(
-            mask_array(whole), pc.binary_join_element_wise(texts, point, empty), texts
-        )
+        with_point = call("binary_join_element_wise", texts, point, empty)
+        texts = call("if_else", mask_array(whole), with_point, texts)
     if other.any():
         fixed = [_float_text(repr(v), json_lines) for v in floats[other].tolist()]
-        texts = pc.replace_with_mask(texts, mask_array(other), strings(fixed))
+        texts = call("replace_with_mask", texts, mask_array(other), strings(fixed))
     return texts
 
 

@@ -168,7 +168,9 @@ def _coded(value: Any, n: int, null: str | None = None) -> tuple[list[Any], Any]
     if isinstance(value, list):
         value = strings(value)
     if not pa.types.is_dictionary(value.type):
-        value = value.dictionary_encode()
+        from .._compute import call
+
+        value = call("dictionary_encode", value)
     values = value.dictionary.to_pylist()
     index = fixed(value.indices, -1).astype(np.int32)  # -1: null
     if null is not None and value.null_count:  # the place of ``null`` among the values
@@ -215,6 +217,7 @@ def _text(value: Any, n: int) -> pa.Array:
     import pyarrow as pa
 
     from .._arrow import numeric_array, strings, take
+    from .._compute import cast
 
     if value is None:
         return pa.nulls(n, pa.large_string())
@@ -223,8 +226,8 @@ def _text(value: Any, n: int) -> pa.Array:
     if isinstance(value, list):
         return strings(value)
     if isinstance(value, np.ndarray):
-        return numeric_array(value).cast(pa.large_string())
-    return value.cast(pa.large_string())
+        return cast(numeric_array(value), pa.large_string())
+    return cast(value, pa.large_string())
 
 
 def _concat(arrays: list[Any]) -> pa.ChunkedArray:
@@ -254,18 +257,19 @@ def _bounded_text(array: pa.ChunkedArray, limit: int) -> pa.ChunkedArray:
     """escape.shorten for an Arrow text column (only its long values go through Python)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from .._arrow import fixed, mask_array, strings, take
+    from .._compute import call
 
     if not len(array):
         return array
-    long = fixed(pc.utf8_length(array), 0) > limit  # null: not long
+    long = fixed(call("utf8_length", array), 0) > limit  # null: not long
     at = np.flatnonzero(long)
     if not at.size:
         return array
     cut = strings([shorten(v, limit) for v in take(array, at).to_pylist()], array.type)
-    return pa.chunked_array([pc.replace_with_mask(array.combine_chunks(), mask_array(long), cut)])
+    whole = array.combine_chunks()
+    return pa.chunked_array([call("replace_with_mask", whole, mask_array(long), cut)])
 
 
 def _json_list(values: list[Any]) -> str:

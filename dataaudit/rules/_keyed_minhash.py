@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import indices
+from .._compute import cast, take
 from ..sketches.lsh import band_matrix
 from ..sketches.minhash import ShingleSets
 
@@ -95,14 +95,14 @@ def set_column(sets: ShingleSets, idx: np.ndarray) -> pa.Array:
     idx = np.asarray(idx, np.int64)
     if len(idx) == len(sets) and np.array_equal(idx, np.arange(len(sets))):
         return whole
-    return whole.take(indices(idx))
+    return take(whole, idx)
 
 
 def sets_of(col: pa.Array | pa.ChunkedArray) -> ShingleSets:
     """Back from :func:`set_column`: the rows' sets (CSR, as :func:`shingle_sets` keeps them)."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_binary())
+        arr = cast(arr, pa.large_binary())
     n = len(arr)
     if n == 0:
         return ShingleSets(np.zeros(1, np.int64), np.zeros(0, np.uint32))

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow import bools, nulls_to, one_chunk, string_array, string_parts, take
+from .._compute import call, cast
 from ..memory import concatenate
 from .hashing import GOLDEN, mix64
 
@@ -70,10 +70,9 @@ _PROBES = 32
 
 def text_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(row offsets into the bytes, the rows' UTF-8 bytes); nulls are empty rows."""
-    arr = one_chunk(arr)
-    arr = arr.cast(pa.large_string())
+    arr = cast(one_chunk(arr), pa.large_string())
     if arr.null_count:  # a null row may still own bytes (a Python "" would import pandas)
-        arr = pc.coalesce(arr, string_array(np.zeros(len(arr) + 1, np.int64), b""))
+        arr = call("coalesce", arr, string_array(np.zeros(len(arr) + 1, np.int64), b""))
     return string_parts(arr)
 
 
@@ -437,7 +436,7 @@ def cjk_rows(arr: pa.Array) -> np.ndarray:
 
     n = len(arr)
     out = np.zeros(n, bool)
-    non_ascii = np.flatnonzero(~bools(pc.string_is_ascii(arr), null=True))
+    non_ascii = np.flatnonzero(~bools(call("string_is_ascii", arr), null=True))
     if not non_ascii.size:  # ASCII rows cannot be in such a script: most batches stop here
         return out
     offsets, data = text_bytes(arr)
@@ -534,8 +533,7 @@ def sketch(
         raise ValueError(f"unit={unit!r}: use 'word', 'char' or 'auto'")
     if ngram < 1 or num_perm < 0:
         raise ValueError(f"ngram={ngram}, num_perm={num_perm}: must be >= 1 and >= 0")
-    arr = one_chunk(arr)
-    arr = arr.cast(pa.large_string())
+    arr = cast(one_chunk(arr), pa.large_string())
     n = len(arr)
     offsets, data, words, chars, cjk, status = _row_stats(arr, table)
     raw = np.full(n, table is not None)
@@ -543,7 +541,7 @@ def sketch(
     rows = np.arange(n, dtype=np.int64)
     fixed = None
     if len(redo):  # rows needing more than a mapping: their tokenizable text, scanned as such
-        fixed = normalize(take(arr, redo)).cast(pa.large_string())
+        fixed = cast(normalize(take(arr, redo)), pa.large_string())
         _, _, w2, c2, cjk2, _ = _row_stats(fixed, None)
         words[redo], chars[redo], cjk[redo], raw[redo] = w2, c2, cjk2, False
         keep = np.ones(n, bool)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pyarrow.compute as pc
 
 from ..._arrow import bools, take
+from ..._compute import pc
 from ...features import Batch
 from ...rowcheck import Category, RowCheckRule
 from ...rule import Severity

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._arrow import numeric_array, strings
+from ..._compute import call, cast, take
 from ...features import Batch
 from .._ids import id_column
 
@@ -19,7 +19,7 @@ def source_values(batch: Batch) -> pa.Array | None:
         return None
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
-    return pc.fill_null(col.cast(pa.large_string()), strings(["(none)"])[0])
+    return call("coalesce", cast(col, pa.large_string()), strings(["(none)"])[0])
 
 
 def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa.Table:
@@ -27,10 +27,10 @@ def with_row_labels(cols: dict[str, pa.Array], batch: Batch, at: pa.Array) -> pa
     the payload DUP001 and DUP002 carry to their clusters."""
     ids = id_column(batch)
     if ids is not None:
-        cols["id"] = ids.take(at)
+        cols["id"] = take(ids, at)
     sources = source_values(batch)
     if sources is not None:
-        cols["source"] = sources.take(at)
+        cols["source"] = take(sources, at)
     return pa.table(cols)
 
 

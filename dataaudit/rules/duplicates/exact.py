@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._arrow import bools, fixed, indices, numeric_array
+from ..._compute import pc
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Rule, RuleResult, Severity

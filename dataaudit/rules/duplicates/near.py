@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._arrow import bools, fixed, indices, mask_array, numeric_array, strings
+from ..._compute import call, cast, pc, take
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
@@ -189,11 +189,11 @@ class NearDuplicates(Rule):
             return None
         at = indices(idx)
         every = len(idx) == batch.num_rows  # the usual batch: its columns whole, not copied
-        snip = snippet(batch, state["chars"]).cast(pa.large_string())
+        snip = cast(snippet(batch, state["chars"]), pa.large_string())
         cols: dict[str, Any] = {
             "row": numeric_array(np.asarray(batch.row_ids, np.int64)[idx]),
             "hash": numeric_array(np.asarray(nonempty_hash(batch)[idx], np.uint64)),
-            "snip": snip if every else snip.take(at),
+            "snip": snip if every else take(snip, at),
         }
         if self.verify == "exact":
             cols["sets"] = set_column(batch.feature("shingle_sets", **shingle_params(self)), idx)
@@ -211,7 +211,7 @@ class NearDuplicates(Rule):
         keys = fixed(part.column("key"))
         split = part.column("split")
         split = split.combine_chunks() if isinstance(split, pa.ChunkedArray) else split
-        codes = fixed(split.dictionary_encode().indices)
+        codes = fixed(call("dictionary_encode", split).indices)
         full = fixed(part.column("full"))
         band = fixed(part.column("band"))
         new = np.ones(n, bool)
@@ -223,10 +223,10 @@ class NearDuplicates(Rule):
         ia, ib = indices(a), indices(b)
         return pa.table(
             {
-                "split_a": split.take(ia),
-                "row_a": row.take(ia),
-                "split_b": split.take(ib),
-                "row_b": row.take(ib),
+                "split_a": take(split, ia),
+                "row_a": take(row, ia),
+                "split_b": take(split, ib),
+                "row_b": take(row, ib),
                 "same": mask_array(same),
             }
         )
@@ -250,7 +250,7 @@ class NearDuplicates(Rule):
         ok = same.copy()
         ok[check] = sim >= threshold
         keep = indices(np.flatnonzero(ok))
-        out = pairs.select(["split_a", "row_a", "split_b", "row_b"]).take(keep)
+        out = take(pairs.select(["split_a", "row_a", "split_b", "row_b"]), keep)
         return out.append_column("score", numeric_array(score[ok]))
 
     def finish(self, state: dict[str, Any], ctx: AuditContext) -> RuleResult:
@@ -333,10 +333,10 @@ class NearDuplicates(Rule):
                 action=two_labels(first, "keep", "drop"),
                 # rounded as numpy rounds (half to even on the scaled value), as always
                 score=np.round(fixed(table.column("score"))[at], 4),
-                id=table.column("id").take(indices(at)) if "id" in table.column_names else None,
+                id=take(table.column("id"), at) if "id" in table.column_names else None,
             )
             if "source" in table.column_names:
-                drop = table.column("source").take(indices(at[~first]))
+                drop = take(table.column("source"), at[~first])
                 for item in pc.value_counts(drop).to_pylist():
                     removable[item["values"]] = int(item["counts"])
             hashes = fixed(table.column("hash"))
@@ -457,8 +457,8 @@ def _split_scores(edges: pa.Table | None, split: str) -> np.ndarray:
     """The scores of the split's verified edges, in (first end, second end) order."""
     if edges is None or edges.num_rows == 0:
         return np.zeros(0)
-    mask = pc.equal(edges.column("split"), strings([split], pa.string())[0])
-    return np.asarray(fixed(edges.column("score").filter(mask)), float)
+    mask = call("equal", edges.column("split"), strings([split], pa.string())[0])
+    return np.asarray(fixed(call("filter", edges.column("score"), mask)), float)
 
 
 def _per_source(

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._arrow import bools, validity
+from ..._compute import pc
 from ...context import AuditContext
 from ...features import Batch
 from ...features.text import ASSISTANT_ROLES

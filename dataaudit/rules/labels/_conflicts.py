@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import xxhash
 
 from ..._arrow import fixed, indices, mask_array, nulls_like, numeric_array, one_chunk
+from ..._compute import pc
 from ...features import Batch
 from ...sketches.minhash import EMPTY_HASH
 from ...sketches.state import PerSplit

@@ -6,9 +6,9 @@ import math
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
 
 from ..._arrow import fixed, one_chunk
+from ..._compute import pc
 from ...context import AuditContext
 from ...errors import ConfigError
 from ...features import Batch
