@@ -42,10 +42,11 @@ _CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import dataaudit
-from dataaudit._process import reuse_freed_memory
+from dataaudit._process import arrow_in_jemalloc, reuse_freed_memory
 from dataaudit.registry import load_rules
 
 reuse_freed_memory()  # what `dataaudit audit` sets in its process
+arrow_in_jemalloc()
 
 peaks = {}
 

@@ -659,7 +659,7 @@ def _one_blas_thread() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._process import defer_collection, reuse_freed_memory
+    from ._process import arrow_in_jemalloc, defer_collection, reuse_freed_memory
 
     _one_blas_thread()
     reuse_freed_memory()
@@ -667,6 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if argv is None and args.command == "audit":  # the program: its scan resumes collection
         defer_collection()
+        arrow_in_jemalloc()
     from .errors import DataAuditError
 
     previous = _install_sigterm()

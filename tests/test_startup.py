@@ -384,3 +384,52 @@ def test_the_program_ends_after_the_exit_functions_with_its_code_and_output(tmp_
         [sys.executable, "-m", "dataaudit", "rules", "--json"], capture_output=True, text=True
     )
     assert ok.returncode == 0 and json.loads(ok.stdout)["rules"]  # the whole JSON, flushed
+
+
+@pytest.mark.parametrize("given", [None, "system"])
+def test_the_cli_gives_arrow_jemalloc_unless_told(tmp_path, given):
+    """The program's Arrow memory comes from jemalloc (pyarrow's mimalloc arena faults in
+    whole 2 MB huge pages and hands freed ones back to refault), unless the user named a
+    pool in ARROW_DEFAULT_MEMORY_POOL."""
+    import os
+
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow was built without jemalloc")
+    data = _corpus(tmp_path / "docs.jsonl")
+    out = tmp_path / "pool.json"
+    code = (
+        "import atexit, json, runpy, sys\n"
+        "def pool():\n"
+        "    import pyarrow as pa\n"
+        f"    open({str(out)!r}, 'w').write(json.dumps(pa.default_memory_pool().backend_name))\n"
+        "atexit.register(pool)\n"
+        f"sys.argv = ['dataaudit', 'audit', {str(data)!r}, '--select', 'DUP002', '-q']\n"
+        "runpy.run_module('dataaudit.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if given:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = given
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert json.loads(out.read_text()) == (given or "jemalloc")
+
+
+def test_a_pyarrow_without_jemalloc_keeps_its_pool(monkeypatch):
+    import pyarrow as pa
+
+    from dataaudit import _process
+
+    def missing():
+        raise pa.ArrowNotImplementedError("This Arrow build does not enable jemalloc")
+
+    before = pa.default_memory_pool()
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    assert _process.arrow_in_jemalloc() is None
+    assert pa.default_memory_pool().backend_name == before.backend_name
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
+    assert _process.arrow_in_jemalloc() is None

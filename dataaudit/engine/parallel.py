@@ -49,9 +49,10 @@ def _not_sendable(what: str, exc: BaseException) -> str:
 def _init_worker(rules: list[tuple[bytes | None, Severity]], ctx: bytes) -> None:
     """Load the rules one by one: a rule that cannot be loaded here is an error of that rule
     only (a worker whose initializer raised would break the whole pool)."""
-    from .._process import reuse_freed_memory
+    from .._process import arrow_in_jemalloc, reuse_freed_memory
 
     reuse_freed_memory()
+    arrow_in_jemalloc()
     _WORKER.clear()
     _WORKER["rules"], _WORKER["errors"] = [], {}
     try:
