@@ -22,25 +22,11 @@ import numpy as np
 import pyarrow as pa
 
 try:  # what pyarrow.compute's wrappers call (and re-export); the module itself as a fallback
-    from pyarrow._compute import (
-        CastOptions,
-        MatchSubstringOptions,
-        ReplaceSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        TakeOptions,
-        call_function,
-    )
+    import pyarrow._compute as _kernels
 except ImportError:  # pragma: no cover - a pyarrow that moved its private module
-    from pyarrow.compute import (  # type: ignore[no-redef]
-        CastOptions,
-        MatchSubstringOptions,
-        ReplaceSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        TakeOptions,
-        call_function,
-    )
+    import pyarrow.compute as _kernels  # type: ignore[no-redef]
+
+call_function = _kernels.call_function
 
 __all__ = [
     "call",
@@ -68,7 +54,7 @@ class _Compute:
 
 pc: Any = _Compute()
 
-_TAKE = TakeOptions(boundscheck=True)
+_TAKE = _kernels.TakeOptions(boundscheck=True)
 
 
 def call(name: str, *args: Any, options: Any = None) -> Any:
@@ -91,28 +77,32 @@ def cast(arr: Any, target: pa.DataType) -> Any:
     ``pyarrow.compute.cast``; ``arr`` itself when it already has that type."""
     if arr.type == target:
         return arr
-    return call_function("cast", [arr], CastOptions.safe(target))
+    return call_function("cast", [arr], _kernels.CastOptions.safe(target))
 
 
 def is_in_positions(values: Any, value_set: pa.Array) -> Any:
     """Each value's position in ``value_set`` (null where absent, and for a null value unless
     the set holds one), as ``pyarrow.compute.index_in``."""
-    return call_function("index_in", [values], SetLookupOptions(value_set, skip_nulls=False))
+    return call_function(
+        "index_in", [values], _kernels.SetLookupOptions(value_set, skip_nulls=False)
+    )
 
 
 def slice_codeunits(strings: Any, start: int, stop: int) -> Any:
     """Each string's code units ``start:stop``, as ``pyarrow.compute.utf8_slice_codeunits``."""
-    return call_function("utf8_slice_codeunits", [strings], SliceOptions(start, stop, 1))
+    return call_function("utf8_slice_codeunits", [strings], _kernels.SliceOptions(start, stop, 1))
 
 
 def replace_substring(strings: Any, pattern: str, replacement: str) -> Any:
     """Every ``pattern`` (plain text) in each string replaced, as
     ``pyarrow.compute.replace_substring``."""
-    options = ReplaceSubstringOptions(pattern, replacement)
+    options = _kernels.ReplaceSubstringOptions(pattern, replacement)
     return call_function("replace_substring", [strings], options)
 
 
 def matches_regex(strings: Any, pattern: str) -> Any:
     """Whether each string holds a match of ``pattern`` (RE2), as
     ``pyarrow.compute.match_substring_regex``."""
-    return call_function("match_substring_regex", [strings], MatchSubstringOptions(pattern))
+    return call_function(
+        "match_substring_regex", [strings], _kernels.MatchSubstringOptions(pattern)
+    )
