@@ -421,3 +421,27 @@ def test_lines_longer_than_a_block_and_a_bom_read_whole(tmp_path, name):
     got = [t for rb in jsonl.iter_jsonl(path, 64, block_bytes=4096) for t in rb["text"].to_pylist()]
     assert got == [r["text"] for r in rows]
     jsonl._PEEKED.clear()
+
+
+def test_the_first_block_is_smaller_and_types_the_columns(tmp_path, monkeypatch):
+    """A file's first block (read and parsed before the scan, alone on the machine) is
+    FIRST_BLOCK_BYTES, the next ones BLOCK_BYTES; a file larger than the first block is not
+    read in one block, so its first batch may not have every column."""
+    import dataaudit.inputs.jsonl as jsonl
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 32768)
+    monkeypatch.setattr(jsonl, "FIRST_BLOCK_BYTES", 8192)
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(1000))  # ~54 KB
+    sizes = []
+    real = jsonl._too_deep
+    monkeypatch.setattr(jsonl, "_too_deep", lambda block: sizes.append(len(block)) or real(block))
+    rows = sum(rb.num_rows for rb in jsonl.iter_jsonl(path, 64))
+    assert rows == 1000
+    assert 8192 - 60 < sizes[0] <= 8192 and all(32768 - 60 < n <= 32768 for n in sizes[1:-1])
+    assert sum(sizes) == path.stat().st_size
+    assert not jsonl.read_in_one_block(path)
+    small = tmp_path / "s.jsonl"
+    small.write_text(_lines(100))  # ~5 KB
+    assert jsonl.read_in_one_block(small)
+    jsonl._PEEKED.clear()
