@@ -15,7 +15,7 @@ import pyarrow as pa
 import xxhash
 
 from ._arrow import nulls_to, string_parts, validity
-from ._compute import cast, pc
+from ._compute import cast
 from ._json_text import json_texts
 from .rule import TYPE_MARKER_PREFIX
 from .sketches.hashing import mix64
@@ -106,7 +106,7 @@ def _cell_hashes(arr: pa.Array) -> np.ndarray:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return _string_hashes(arr)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return _cell_hashes(pc.cast(arr, pa.string()))
+        return _cell_hashes(cast(arr, pa.string()))
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t):
         texts = json_texts(arr)  # the JSON text below, from Arrow kernels (chats: 4-7x faster)
         if texts is not None:

@@ -433,3 +433,25 @@ def test_a_pyarrow_without_jemalloc_keeps_its_pool(monkeypatch):
     assert pa.default_memory_pool().backend_name == before.backend_name
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
     assert _process.arrow_in_jemalloc() is None
+
+
+@pytest.mark.slow
+def test_dup002_of_non_ascii_rows_with_ids_and_sources_imports_no_pyarrow_compute(tmp_path):
+    """The reader's UTF-8 check of a non-ASCII block, the row identity of integer columns, the
+    flags' ids and the per-source counts call Arrow's kernels through dataaudit._compute."""
+    rng = random.Random(5)
+    words = ["café", "naïve", "Zürich", "東京", "straße", "ﬁle"] + [f"w{i}" for i in range(300)]
+    docs = [" ".join(rng.choice(words) for _ in range(100)) for _ in range(200)]
+    docs += ["changed " + d.split(" ", 1)[1] for d in docs[:20]]  # near copies, flagged with ids
+    path = tmp_path / "docs.jsonl"
+    rows = (
+        json.dumps({"id": i, "text": d, "source": "ab"[i % 2], "n": i % 3}, ensure_ascii=False)
+        for i, d in enumerate(docs)
+    )
+    path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+    argv = ["audit", str(path), "--select", "DUP002", "--json", str(tmp_path / "r.json")]
+    argv += ["--flags", str(tmp_path / "f.jsonl"), "--no-progress", "-q"]
+    loaded = _modules_at_exit(argv, tmp_path / "modules.json")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [r["status"] for r in report["results"] if r["code"] == "DUP002"] == ["warn"]
+    assert "pyarrow.compute" not in loaded

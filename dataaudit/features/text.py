@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import nulls_like, one_chunk, strings
-from .._compute import cast, pc
+from .._compute import call, cast
 from .base import Batch, register_feature
 from .normalize import normalize_array, tokenizable_array
 from .textscan import blank_mask
@@ -24,7 +24,7 @@ def _as_text(arr: pa.Array | pa.ChunkedArray, markers: pa.Array | None = None) -
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         out = cast(arr, STRING)
         if markers is not None and markers.null_count < len(markers):
-            out = pc.if_else(pc.is_null(markers), out, nulls_like(out))
+            out = call("if_else", call("is_null", markers), out, nulls_like(out))
         return out
     return pa.nulls(len(arr), STRING)
 

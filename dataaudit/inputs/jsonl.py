@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._compute import cast
 from ..errors import InputError
 from ..rule import Severity
 from .location import is_remote, open_binary, size_of
@@ -186,7 +187,7 @@ def _bad_utf8(block: bytes) -> int | None:
         return None
     buffers = [None, pa.py_buffer(np.array([0, len(block)], np.int64)), pa.py_buffer(block)]
     try:
-        pa.Array.from_buffers(pa.large_binary(), 1, buffers).cast(pa.large_string())
+        cast(pa.Array.from_buffers(pa.large_binary(), 1, buffers), pa.large_string())
         return None
     except pa.ArrowInvalid:
         pass

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import indices, one_chunk, strings, take
+from .._arrow import one_chunk, strings, take
+from .._compute import cast
+from .._compute import take as compute_take
 from ..features import Batch
 
 
@@ -27,7 +29,7 @@ def id_column(batch: Batch) -> pa.Array | None:
     if pa.types.is_large_string(col.type):
         return col
     try:
-        return col.cast(pa.large_string())
+        return cast(col, pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # lists, structs: their text
         return strings([None if v is None else str(v) for v in col.to_pylist()])
 
@@ -46,4 +48,4 @@ def take_ids(parts: list[pa.Array], positions: np.ndarray | Sequence[int]) -> li
     if not parts:
         return [None] * len(positions)
     ids = pa.chunked_array(parts, pa.large_string())
-    return ids.take(indices(positions)).to_pylist()
+    return compute_take(ids, positions).to_pylist()

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import bools, fixed, indices, mask_array, numeric_array, strings
-from ..._compute import call, cast, pc, take
+from ..._compute import call, cast, take
 from ...context import AuditContext
 from ...features import Batch
 from ...rule import Direction, Finding, Rule, RuleResult, Severity
@@ -145,7 +145,7 @@ class NearDuplicates(Rule):
         sources = source_values(batch)
         if sources is not None:
             counts = sp.setdefault("sources", {})
-            for item in pc.value_counts(sources).to_pylist():
+            for item in call("value_counts", sources).to_pylist():
                 counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
         return state
 
@@ -337,7 +337,7 @@ class NearDuplicates(Rule):
             )
             if "source" in table.column_names:
                 drop = take(table.column("source"), at[~first])
-                for item in pc.value_counts(drop).to_pylist():
+                for item in call("value_counts", drop).to_pylist():
                     removable[item["values"]] = int(item["counts"])
             hashes = fixed(table.column("hash"))
             cid = np.repeat(np.arange(len(groups)), sizes)
