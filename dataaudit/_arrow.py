@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._compute import call
+from ._compute import call, indices
 from ._compute import take as _take
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "validity",
 ]
 
-_INT64 = pa.int64()
 _LARGE_STRING = pa.large_string()
 
 
@@ -99,12 +98,6 @@ def fixed(arr: pa.Array | pa.ChunkedArray, null: int | float = 0) -> np.ndarray:
     if valid is not None:
         out = np.where(valid, out, np.asarray(null, dtype))
     return out
-
-
-def indices(idx: np.ndarray) -> pa.Array:
-    """Row positions as an Arrow int64 array (for ``Array.take``)."""
-    idx = np.ascontiguousarray(idx, dtype=np.int64)
-    return pa.Array.from_buffers(_INT64, len(idx), [None, pa.py_buffer(idx)])
 
 
 def mask_array(mask: np.ndarray) -> pa.Array:

@@ -31,6 +31,7 @@ call_function = _kernels.call_function
 __all__ = [
     "call",
     "cast",
+    "indices",
     "is_in_positions",
     "matches_regex",
     "pc",
@@ -67,9 +68,15 @@ def take(data: Any, positions: Any) -> Any:
     """``data.take(positions)`` (an Array, ChunkedArray, RecordBatch or Table; ``positions``
     integer positions: Arrow, numpy or a list; bounds checked), as ``pyarrow.compute.take``."""
     if not isinstance(positions, (pa.Array, pa.ChunkedArray)):
-        at = np.ascontiguousarray(positions, np.int64)
-        positions = pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
+        positions = indices(positions)
     return call_function("take", [data, positions], _TAKE)
+
+
+def indices(idx: Any) -> pa.Array:
+    """Row positions (numpy or a list) as an Arrow int64 array over their buffer (``pa.array``
+    of a list imports pyarrow.compute, of numpy data pandas)."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
 
 
 def cast(arr: Any, target: pa.DataType) -> Any:
