@@ -130,14 +130,34 @@ def records_to_batch(
         return _build(repaired, record_keys(repaired) if names is None else keys, schema)
 
 
+def _has_integers(kind: pa.DataType) -> bool:
+    """Whether ``kind`` holds integers, at any depth (a list of ints, a struct with one)."""
+    return pa.types.is_integer(kind) or any(
+        _has_integers(kind.field(i).type) for i in range(kind.num_fields)
+    )
+
+
+def _as_typed(typed: pa.Array, values: list[Any]) -> bool:
+    """Whether ``typed`` (``pa.array`` of ``values`` with a schema's type) holds the values as
+    they were: pyarrow truncates a float given for an integer type (1.5 -> 1, at any depth)
+    where it rejects other mismatches, so a column typed int by a file's first block would
+    silently change a later 1.5."""
+    return not _has_integers(typed.type) or typed.to_pylist() == values
+
+
 def _build(
     records: list[dict[str, Any]], keys: list[str], schema: pa.Schema | None
 ) -> pa.RecordBatch:
     if schema is not None and set(schema.names) >= set(keys):
         try:
-            return pa.RecordBatch.from_pylist(records, schema=schema)
+            batch = pa.RecordBatch.from_pylist(records, schema=schema)
         except _ARROW_ERRORS:
-            pass
+            batch = None
+        if batch is not None and all(
+            _as_typed(batch.column(i), [rec.get(f.name) for rec in records])
+            for i, f in enumerate(schema)
+        ):
+            return batch
     arrays: list[pa.Array] = []
     fields: list[str] = []
     for name in keys:
@@ -148,6 +168,8 @@ def _build(
                 typed = pa.array(values, type=schema.field(name).type)
             except _ARROW_ERRORS:
                 typed = None
+            if typed is not None and not _as_typed(typed, values):
+                typed = None  # typed from the values instead, as if the schema had not said
         if typed is None and _without_pa_array(len(values)):
             typed = _plain_column(values)
         if typed is None and not _text_and_other(values):

@@ -445,3 +445,25 @@ def test_the_first_block_is_smaller_and_types_the_columns(tmp_path, monkeypatch)
     small.write_text(_lines(100))  # ~5 KB
     assert jsonl.read_in_one_block(small)
     jsonl._PEEKED.clear()
+
+
+def test_a_float_after_a_block_typed_int_keeps_its_value(tmp_path, monkeypatch):
+    """The first block types "score" int64; a later block's 1.5 makes pyarrow reject that block,
+    and Python's reader must not squeeze it into the int schema (pyarrow truncates floats given
+    for an integer type, at any depth: 1.5 -> 1)."""
+    import dataaudit.inputs.jsonl as jsonl
+    from dataaudit.inputs.records import records_to_batch
+
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", 2048)
+    monkeypatch.setattr(jsonl, "FIRST_BLOCK_BYTES", 2048)
+    rows = [{"text": f"row {i} words", "score": i, "tags": [i]} for i in range(60)]
+    rows += [{"text": f"later {i}", "score": i + 0.5, "tags": [i + 0.25]} for i in range(60)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = [r for rb in jsonl.iter_jsonl(path, 50) for r in rb.to_pylist()]
+    assert [(g["score"], g["tags"]) for g in got] == [(r["score"], r["tags"]) for r in rows]
+    int_schema = records_to_batch([{"score": 1, "tags": [1]}]).schema
+    batch = records_to_batch([{"score": 1.5, "tags": [2.5]}], int_schema)
+    assert batch.to_pylist() == [{"score": 1.5, "tags": [2.5]}]
+    assert records_to_batch([{"score": 2, "tags": [3]}], int_schema).schema == int_schema
+    jsonl._PEEKED.clear()

@@ -1,5 +1,6 @@
 """Byte ranges of a JSON Lines file read exactly as the whole file reads: same batches, same
-types (pyarrow's schema from the first block carries over), same bad-line notes and numbers."""
+types (pyarrow's schema from the first block carries over where the values fit it), same
+bad-line notes and numbers."""
 
 from __future__ import annotations
 
@@ -35,9 +36,13 @@ def messy(tmp_path):
 
 
 def _whole(path, log):
-    return pa.Table.from_batches(
-        list(iter_jsonl(path, 16, block_bytes=BLOCK, on_bad_lines="skip", log=log))
-    )
+    return list(iter_jsonl(path, 16, block_bytes=BLOCK, on_bad_lines="skip", log=log))
+
+
+def _same_batches(a: list[pa.RecordBatch], b: list[pa.RecordBatch]) -> bool:
+    """Batch by batch: the blocks Python's reader took keep their own types (floats after a
+    first block typed int are not cut to ints), so the batches need not share one schema."""
+    return len(a) == len(b) and all(x.equals(y) for x, y in zip(a, b))
 
 
 def test_block_ends_are_where_the_reader_cuts(messy):
@@ -70,7 +75,8 @@ def test_ranges_read_as_the_whole_file(messy, per_range):
                 break
         line += where.newlines
     assert line == data.count(b"\n")
-    assert pa.Table.from_batches(tables).equals(whole)
+    assert _same_batches(tables, whole)
+    assert 250.5 in [n for b in whole for n in b.column("n").to_pylist()]  # not cut to 250
     assert [n.to_dict() for n in log.notes] == [n.to_dict() for n in whole_log.notes]
     assert whole_log.notes[0].count == 4 and "m.jsonl:51" in whole_log.notes[0].places[0]
 
